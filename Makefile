@@ -1,0 +1,35 @@
+# signoff — developer entry points. `make demo` and `make test` set up .venv themselves.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv demo test test-fast lint bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	@$(VENV)/bin/signoff demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/mypy
+
+test: lint
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" -x
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,72 @@
+"""What an agent asks to do: a tool call, and the context it is made in."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+ANONYMOUS = "anonymous"
+
+
+def new_id(prefix: str) -> str:
+    """A random, URL-safe identifier such as ``call_3fZ...`` (96 bits)."""
+    return f"{prefix}_{secrets.token_urlsafe(12)}"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call an agent wants to make.
+
+    ``id`` is the framework's tool-call id when it has one; signoff generates one otherwise.
+    A call is identified by ``(thread, id)``: that pair is the idempotency key.
+    """
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: new_id("call"))
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who the agent acts for. Roles come from the config's ``people:`` directory when listed."""
+
+    id: str = ANONYMOUS
+    roles: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """Everything about a call that is not its arguments.
+
+    ``user_request`` (what the user asked) and ``reasoning`` (why the agent makes this call)
+    are stored with approval requests and shown to approvers. ``attrs`` holds any other
+    fields a policy may test as ``context.NAME``.
+    """
+
+    principal: Principal = field(default_factory=Principal)
+    thread: str = "default"
+    agent: str | None = None
+    environment: str | None = None
+    time: datetime = field(default_factory=utcnow)
+    user_request: str | None = None
+    reasoning: str | None = None
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+
+    #: Fields a policy can read as ``context.<name>`` besides ``attrs``.
+    FIELDS = ("thread", "agent", "environment", "time", "user_request", "reasoning")
+
+    def field(self, name: str) -> Any:
+        """The value of ``context.<name>``; raises KeyError when absent (never getattr on input)."""
+        if name in CallContext.FIELDS:
+            value = getattr(self, name)
+            if value is None:
+                raise KeyError(name)
+            return value
+        return self.attrs[name]

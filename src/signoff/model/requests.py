@@ -1,0 +1,236 @@
+"""Approval requests and human decisions: the stored and wire (JSON) shapes.
+
+The JSON of an :class:`ApprovalRequest` is a superset of LangChain's ``HITLRequest``
+(``action_requests`` and ``review_configs`` are parallel lists), so LangChain users find the
+fields they know, plus tool-call ids, rules, deadlines, decisions and per-call state.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from signoff.model.verdicts import Approvers, DecisionType, OnTimeout, ReviewSpec, Risk
+
+RequestKind = Literal["tool_call", "inquiry"]
+Status = Literal["pending", "resolved", "expired", "cancelled"]
+Resolution = Literal["approved", "edited", "rejected", "responded", "expired", "cancelled"]
+Execution = Literal["executing", "executed", "failed"]
+Scope = Literal["call", "thread"]
+
+TERMINAL_STATUSES: frozenset[str] = frozenset({"resolved", "expired", "cancelled"})
+RUNNABLE: frozenset[str] = frozenset({"approved", "edited"})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Action(_Model):
+    """A tool name with arguments (what an edit carries)."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class PrincipalInfo(_Model):
+    id: str
+    roles: list[str] = Field(default_factory=list)
+
+
+class ApproversInfo(_Model):
+    roles: list[str] = Field(default_factory=list)
+    users: list[str] = Field(default_factory=list)
+    quorum: int = 1
+    any: bool = False
+
+    @classmethod
+    def of(cls, approvers: Approvers) -> ApproversInfo:
+        return cls(roles=list(approvers.roles), users=list(approvers.users),
+                   quorum=approvers.quorum, any=approvers.any)
+
+    def to_approvers(self) -> Approvers:
+        return Approvers(roles=tuple(self.roles), users=tuple(self.users),
+                         quorum=self.quorum, any=self.any)
+
+
+class ActionRequest(_Model):
+    """One gated call (LangChain's ``ActionRequest`` plus id, rule and risk)."""
+
+    name: str
+    args: dict[str, Any]
+    description: str = ""
+    tool_call_id: str
+    rule: str = ""
+    reason: str | None = None
+    risk: Risk | None = None
+
+
+class ReviewConfig(_Model):
+    """How a call may be reviewed (LangChain's ``ReviewConfig`` plus approvers and deadline)."""
+
+    action_name: str
+    allowed_decisions: list[DecisionType]
+    args_schema: dict[str, Any] | None = None
+    tool_call_id: str
+    editable_args: list[str] | Literal["*"] = Field(default_factory=list)
+    approvers: ApproversInfo = Field(default_factory=lambda: ApproversInfo(any=True))
+    forbid_self_approval: bool = True
+    allow_thread_approval: bool = True
+    timeout_s: float = 3600.0
+    on_timeout: OnTimeout = "reject"
+    escalate_to: ApproversInfo | None = None
+    escalate_after_s: float | None = None
+    notify: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, tool_call_id: str, name: str, spec: ReviewSpec,
+           args_schema: dict[str, Any] | None = None) -> ReviewConfig:
+        return cls(
+            action_name=name,
+            allowed_decisions=list(spec.allowed_decisions),
+            args_schema=args_schema,
+            tool_call_id=tool_call_id,
+            editable_args=spec.editable_args if spec.editable_args == "*"
+            else list(spec.editable_args),
+            approvers=ApproversInfo.of(spec.approvers),
+            forbid_self_approval=spec.forbid_self_approval,
+            allow_thread_approval=spec.allow_thread_approval,
+            timeout_s=spec.timeout_s,
+            on_timeout=spec.on_timeout,
+            escalate_to=ApproversInfo.of(spec.escalate_to) if spec.escalate_to else None,
+            escalate_after_s=spec.escalate_after_s,
+            notify=list(spec.notify),
+        )
+
+    def may_edit(self, arg: str) -> bool:
+        return self.editable_args == "*" or arg in self.editable_args
+
+
+class DecisionRecord(_Model):
+    """A stored human decision on one call: who, how, what, when, through which channel."""
+
+    tool_call_id: str
+    type: DecisionType
+    edited_action: Action | None = None
+    message: str | None = None
+    scope: Scope = "call"
+    approver: str
+    channel: str = "api"
+    at: datetime
+
+    def same_as(self, other: DecisionRecord) -> bool:
+        """True for a repeat of the same decision (a double click or a client retry)."""
+        return (
+            self.tool_call_id == other.tool_call_id
+            and self.type == other.type
+            and self.approver == other.approver
+            and self.edited_action == other.edited_action
+            and (self.message or None) == (other.message or None)
+        )
+
+
+class CallState(_Model):
+    """Where one call of a request stands: quorum progress, resolution, execution."""
+
+    tool_call_id: str
+    action: Action  # what runs if approved: the original call, or the edited one
+    quorum: int = 1
+    approvals: list[str] = Field(default_factory=list)
+    resolution: Resolution | None = None
+    message: str | None = None
+    resolved_by: str | None = None
+    resolved_at: datetime | None = None
+    execution: Execution | None = None
+    execution_at: datetime | None = None
+    execution_error: str | None = None
+
+    @property
+    def runnable(self) -> bool:
+        return self.resolution in RUNNABLE
+
+
+class Inquiry(_Model):
+    """A question for a human (``kind: inquiry``), answered with a ``respond`` decision."""
+
+    question: str
+    choices: list[str] | None = None
+    default_answer: str | None = None
+
+
+class ApprovalRequest(_Model):
+    """One agent step's calls awaiting human review, stored durably."""
+
+    id: str
+    kind: RequestKind = "tool_call"
+    thread: str
+    agent: str | None = None
+    principal: PrincipalInfo
+    environment: str | None = None
+    user_request: str | None = None
+    reasoning: str | None = None
+    attrs: dict[str, Any] = Field(default_factory=dict)
+    action_requests: list[ActionRequest]
+    review_configs: list[ReviewConfig]
+    calls: list[CallState]
+    status: Status = "pending"
+    created_at: datetime
+    expires_at: datetime
+    escalate_at: datetime | None = None
+    escalated: bool = False
+    resolved_at: datetime | None = None
+    decisions: list[DecisionRecord] = Field(default_factory=list)
+    policy_hash: str = ""
+    inquiry: Inquiry | None = None
+    version: int = 0
+
+    # ---------------------------------------------------------------- lookups
+    def index_of(self, tool_call_id: str) -> int:
+        for i, call in enumerate(self.calls):
+            if call.tool_call_id == tool_call_id:
+                return i
+        raise KeyError(tool_call_id)
+
+    def call(self, tool_call_id: str) -> CallState:
+        return self.calls[self.index_of(tool_call_id)]
+
+    def config(self, tool_call_id: str) -> ReviewConfig:
+        return self.review_configs[self.index_of(tool_call_id)]
+
+    def action_request(self, tool_call_id: str) -> ActionRequest:
+        return self.action_requests[self.index_of(tool_call_id)]
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def due_at(self) -> datetime:
+        """When the sweeper must next look at this request (escalation or deadline)."""
+        if self.escalate_at is not None and not self.escalated:
+            return min(self.escalate_at, self.expires_at)
+        return self.expires_at
+
+    @property
+    def pending_call_ids(self) -> list[str]:
+        return [c.tool_call_id for c in self.calls if c.resolution is None]
+
+    def args_fingerprint(self) -> dict[str, dict[str, Any]]:
+        return {a.tool_call_id: {"name": a.name, "args": a.args} for a in self.action_requests}
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON shape served by the API and printed by ``--json``."""
+        return self.model_dump(mode="json")
+
+    def copy_for_update(self) -> ApprovalRequest:
+        return self.model_copy(deep=True)
+
+
+def deadline_after(start: datetime, seconds: float) -> datetime:
+    return start + timedelta(seconds=seconds)

@@ -1,0 +1,333 @@
+"""The request state machine, as pure functions over :class:`ApprovalRequest`.
+
+Every store runs these inside one transaction on the freshest copy of the row, so the rules
+(first valid decision wins, quorum, veto, deadlines, exactly-once execution) are written once
+and hold for SQLite, PostgreSQL and memory alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from signoff.model.audit import AuditEvent
+from signoff.model.errors import AlreadyDecided, AlreadyExecuted, DecisionError, NotAuthorized
+from signoff.model.requests import (
+    Action,
+    ApprovalRequest,
+    CallState,
+    DecisionRecord,
+    Execution,
+    ReviewConfig,
+    deadline_after,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadGrant:
+    """An "approve everything on this thread" decision, usable by later requests."""
+
+    thread: str
+    approver: str
+    request_id: str
+    tool_call_id: str
+    at: datetime
+
+
+@dataclass(slots=True)
+class Transition:
+    """The new state of a request plus what to audit; ``changed`` is False for idempotent repeats."""
+
+    request: ApprovalRequest
+    events: list[AuditEvent] = field(default_factory=list)
+    changed: bool = True
+    grants: list[ThreadGrant] = field(default_factory=list)
+
+
+def _event(req: ApprovalRequest, kind: str, call_id: str | None = None, **kw: object) -> AuditEvent:
+    tool = None
+    rule = None
+    if call_id is not None:
+        ar = req.action_request(call_id)
+        tool, rule = ar.name, ar.rule
+    actor = kw.pop("actor", None)
+    return AuditEvent(
+        event=kind,  # type: ignore[arg-type]
+        at=kw.pop("at"),  # type: ignore[arg-type]
+        request_id=req.id,
+        thread=req.thread,
+        tool=tool,
+        tool_call_id=call_id,
+        actor=actor if isinstance(actor, str) else None,
+        principal=req.principal.id,
+        agent=req.agent,
+        rule=rule,
+        policy_hash=req.policy_hash,
+        data=dict(kw),
+    )
+
+
+def _already(req: ApprovalRequest, call: CallState | None = None) -> AlreadyDecided:
+    outcome: str | None
+    if call is not None and call.resolution is not None:
+        by, at, outcome = call.resolved_by, call.resolved_at, call.resolution
+        what = f"call {call.tool_call_id}"
+    else:
+        by, at, outcome = _last_actor(req), req.resolved_at, req.status
+        what = f"request {req.id}"
+    when = at.isoformat(timespec="seconds") if at else "an unknown time"
+    who = f" by {by}" if by else ""
+    return AlreadyDecided(
+        f"{what} was already {outcome}{who} at {when}; nothing was changed",
+        request_id=req.id, by=by, at=at, outcome=outcome,
+    )
+
+
+def _last_actor(req: ApprovalRequest) -> str | None:
+    resolved = [c for c in req.calls if c.resolved_by]
+    return resolved[-1].resolved_by if resolved else None
+
+
+def may_decide(cfg: ReviewConfig, req: ApprovalRequest, person: str,
+               roles: Iterable[str]) -> str | None:
+    """None if ``person`` may decide this call, else the reason they may not."""
+    roles = frozenset(roles)
+    allowed = cfg.approvers.to_approvers().admits(person, roles)
+    if not allowed and req.escalated and cfg.escalate_to is not None:
+        allowed = cfg.escalate_to.to_approvers().admits(person, roles)
+    if not allowed:
+        who = _describe_group(cfg)
+        return f"{person} may not decide {cfg.action_name}: it needs {who}"
+    return None
+
+
+def _describe_group(cfg: ReviewConfig) -> str:
+    parts = []
+    if cfg.approvers.roles:
+        parts.append("a person with role " + " or ".join(cfg.approvers.roles))
+    if cfg.approvers.users:
+        parts.append("one of " + ", ".join(cfg.approvers.users))
+    if cfg.escalate_to is not None:
+        parts.append("(after escalation) " + ", ".join(cfg.escalate_to.roles + cfg.escalate_to.users))
+    return " or ".join(parts) or "a listed approver"
+
+
+def _check_self(cfg: ReviewConfig, req: ApprovalRequest, d: DecisionRecord) -> None:
+    # Rejecting your own agent's call is always allowed: it can only make things safer.
+    if cfg.forbid_self_approval and d.approver == req.principal.id and d.type != "reject":
+        raise NotAuthorized(
+            f"{d.approver} made this call and may not {d.type} it (forbid_self_approval); "
+            "another approver must decide",
+            field="approver",
+        )
+
+
+def apply_decisions(
+    req: ApprovalRequest,
+    decisions: list[DecisionRecord],
+    *,
+    approver_roles: Iterable[str],
+    now: datetime,
+) -> Transition:
+    """Record ``decisions`` (all by one approver) on a fresh copy of ``req``.
+
+    Raises :class:`AlreadyDecided` when the request or a call already has an outcome (unless the
+    decision is an exact repeat, which is an idempotent no-op), :class:`NotAuthorized` when the
+    approver does not qualify, :class:`DecisionError` for anything else. Nothing is changed when
+    it raises.
+    """
+    roles = frozenset(approver_roles)
+    if not decisions:
+        raise DecisionError("no decisions given", field="decisions")
+    if all(any(d.same_as(old) for old in req.decisions) for d in decisions):
+        return Transition(req, changed=False)
+    if not req.pending:
+        raise _already(req)
+    if now >= req.expires_at:
+        raise AlreadyDecided(
+            f"request {req.id} passed its deadline at "
+            f"{req.expires_at.isoformat(timespec='seconds')}; no decision can be taken",
+            request_id=req.id, outcome="expired", at=req.expires_at,
+        )
+    new = req.copy_for_update()
+    tr = Transition(new)
+    seen: set[str] = set()
+    for i, d in enumerate(decisions):
+        try:
+            idx = new.index_of(d.tool_call_id)
+        except KeyError:
+            raise DecisionError(f"no call {d.tool_call_id!r} in request {req.id}",
+                                field=f"decisions[{i}].tool_call_id") from None
+        if d.tool_call_id in seen:
+            raise DecisionError(f"two decisions for call {d.tool_call_id}",
+                                field=f"decisions[{i}].tool_call_id")
+        seen.add(d.tool_call_id)
+        cfg, call = new.review_configs[idx], new.calls[idx]
+        if any(d.same_as(old) for old in req.decisions):
+            continue
+        if call.resolution is not None:
+            raise _already(req, req.calls[idx])
+        if d.type not in cfg.allowed_decisions:
+            raise DecisionError(
+                f"decision type {d.type!r} is not allowed for {cfg.action_name}; "
+                f"allowed: {', '.join(cfg.allowed_decisions)}",
+                field=f"decisions[{i}].type",
+            )
+        refusal = may_decide(cfg, new, d.approver, roles)
+        if refusal:
+            raise NotAuthorized(refusal, field="approver")
+        _check_self(cfg, new, d)
+        _apply_one(new, tr, idx, d, now)
+    if all(c.resolution is not None for c in new.calls):
+        new.status = "resolved"
+        new.resolved_at = now
+        tr.events.append(_event(new, "resolved", at=now, outcomes={
+            c.tool_call_id: c.resolution for c in new.calls}))
+    new.version += 1
+    return tr
+
+
+def _apply_one(new: ApprovalRequest, tr: Transition, idx: int, d: DecisionRecord,
+               now: datetime) -> None:
+    call, cfg = new.calls[idx], new.review_configs[idx]
+    new.decisions.append(d)
+    data: dict[str, object] = {"type": d.type, "channel": d.channel, "scope": d.scope}
+    if d.message:
+        data["message"] = d.message
+    if d.type == "approve":
+        if d.approver in call.approvals:
+            return
+        call.approvals.append(d.approver)
+        data["quorum"] = f"{len(call.approvals)}/{call.quorum}"
+        if len(call.approvals) >= call.quorum:
+            original = new.action_requests[idx]
+            edited = call.action.args != original.args
+            _resolve(call, "edited" if edited else "approved", d, now)
+        if d.scope == "thread" and cfg.allow_thread_approval:
+            tr.grants.append(ThreadGrant(new.thread, d.approver, new.id, d.tool_call_id, now))
+    elif d.type == "edit":
+        assert d.edited_action is not None  # checked by the gate before it gets here
+        call.action = Action(name=call.action.name, args=dict(d.edited_action.args))
+        call.approvals = [d.approver]  # an edit restarts the count on the edited call
+        data["edited_args"] = d.edited_action.args
+        data["quorum"] = f"1/{call.quorum}"
+        if call.quorum <= 1:
+            _resolve(call, "edited", d, now)
+    elif d.type == "reject":
+        _resolve(call, "rejected", d, now)  # one qualified reject vetoes
+    else:
+        _resolve(call, "responded", d, now)
+    tr.events.append(_event(new, "decided", d.tool_call_id, at=now, actor=d.approver, **data))
+
+
+def _resolve(call: CallState, resolution: str, d: DecisionRecord, now: datetime) -> None:
+    call.resolution = resolution  # type: ignore[assignment]
+    call.message = d.message
+    call.resolved_by = d.approver
+    call.resolved_at = now
+
+
+def due_transition(req: ApprovalRequest, now: datetime) -> Transition | None:
+    """Escalate or expire ``req`` if it is due at ``now``; None when nothing is due."""
+    if not req.pending or now < req.due_at:
+        return None
+    new = req.copy_for_update()
+    tr = Transition(new)
+    if new.escalate_at is not None and not new.escalated and now < new.expires_at:
+        new.escalated = True
+        extension = max(
+            (c.timeout_s for c in new.review_configs if c.on_timeout == "escalate"), default=0.0
+        )
+        new.expires_at = deadline_after(new.expires_at, extension)
+        tr.events.append(_event(new, "escalated", at=now, actor="system",
+                                expires_at=new.expires_at.isoformat()))
+        new.version += 1
+        return tr
+    if new.escalate_at is not None and not new.escalated:
+        # Nobody swept before the deadline (e.g. the process was down): escalate now and give
+        # the new group the full extension, as promised.
+        return due_transition(_escalated_late(new, now), now) or tr
+    for call, cfg in zip(new.calls, new.review_configs, strict=True):
+        if call.resolution is not None:
+            continue
+        call.resolved_by = "timeout"
+        call.resolved_at = now
+        call.resolution = "approved" if cfg.on_timeout == "allow" else "expired"
+        call.message = ("no decision before the deadline; on_timeout: allow"
+                        if cfg.on_timeout == "allow" else "no decision before the deadline")
+    new.status = "expired"
+    new.resolved_at = now
+    tr.events.append(_event(new, "expired", at=now, actor="system", outcomes={
+        c.tool_call_id: c.resolution for c in new.calls}))
+    new.version += 1
+    return tr
+
+
+def _escalated_late(req: ApprovalRequest, now: datetime) -> ApprovalRequest:
+    extension = max(
+        (c.timeout_s for c in req.review_configs if c.on_timeout == "escalate"), default=0.0
+    )
+    req.escalate_at = now
+    req.expires_at = deadline_after(now, extension)
+    return req
+
+
+def cancel(req: ApprovalRequest, *, actor: str, reason: str | None, now: datetime) -> Transition:
+    """Cancel a pending request; every undecided call resolves ``cancelled``."""
+    if not req.pending:
+        if req.status == "cancelled":
+            return Transition(req, changed=False)
+        raise _already(req)
+    new = req.copy_for_update()
+    for call in new.calls:
+        if call.resolution is None:
+            call.resolution = "cancelled"
+            call.resolved_by = actor
+            call.resolved_at = now
+            call.message = reason
+    new.status = "cancelled"
+    new.resolved_at = now
+    tr = Transition(new, [_event(new, "cancelled", at=now, actor=actor, reason=reason)])
+    new.version += 1
+    return tr
+
+
+ExecutionStep = Literal["executing", "executed", "failed"]
+
+
+def mark_execution(req: ApprovalRequest, tool_call_id: str, step: Execution, *, now: datetime,
+                   error: str | None = None, actor: str | None = None) -> Transition:
+    """Advance the exactly-once ledger of one call: ``executing`` → ``executed | failed``.
+
+    Claiming ``executing`` succeeds once; a second claim raises :class:`AlreadyExecuted`.
+    """
+    new = req.copy_for_update()
+    call = new.call(tool_call_id)
+    name = call.action.name
+    if step == "executing":
+        if not call.runnable:
+            raise AlreadyExecuted(f"call {tool_call_id} is {call.resolution or 'undecided'}; "
+                                  "it may not run", call_id=tool_call_id, tool=name,
+                                  request_id=req.id)
+        if call.execution is not None:
+            raise AlreadyExecuted(
+                f"call {tool_call_id} ({name}) is already {call.execution}"
+                + (" — it was interrupted and needs a human to reconcile it"
+                   if call.execution == "executing" else "")
+                + "; exactly-once execution forbids running it again",
+                call_id=tool_call_id, tool=name, request_id=req.id)
+    elif call.execution != "executing":
+        raise AlreadyExecuted(f"call {tool_call_id} was not executing (it is "
+                              f"{call.execution or 'not started'})", call_id=tool_call_id,
+                              tool=name, request_id=req.id)
+    call.execution = step
+    call.execution_at = now
+    call.execution_error = error
+    data: dict[str, object] = {"args": call.action.args} if step == "executing" else {}
+    if error:
+        data["error"] = error
+    tr = Transition(new, [_event(new, step, tool_call_id, at=now, actor=actor, **data)])
+    new.version += 1
+    return tr

@@ -1,0 +1,130 @@
+"""What the checks decide about a call before any human is involved."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+VerdictKind = Literal["allow", "deny", "require_approval"]
+DecisionType = Literal["approve", "edit", "reject", "respond"]
+OnTimeout = Literal["reject", "allow", "escalate"]
+Risk = Literal["low", "medium", "high", "critical"]
+
+VERDICT_KINDS: tuple[VerdictKind, ...] = get_args(VerdictKind)
+DECISION_TYPES: tuple[DecisionType, ...] = get_args(DecisionType)
+RISK_LEVELS: tuple[Risk, ...] = get_args(Risk)
+ON_TIMEOUT: tuple[OnTimeout, ...] = get_args(OnTimeout)
+
+
+def risk_at_least(risk: Risk | None, floor: Risk) -> bool:
+    return risk is not None and RISK_LEVELS.index(risk) >= RISK_LEVELS.index(floor)
+
+
+@dataclass(frozen=True, slots=True)
+class Approvers:
+    """Who may decide: anyone holding one of ``roles``, or one of ``users``; ``quorum`` distinct
+    people must approve. ``any=True`` admits every person (the single-user / local mode)."""
+
+    roles: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    quorum: int = 1
+    any: bool = False
+
+    def admits(self, person: str, roles: Iterable[str]) -> bool:
+        if self.any or person in self.users:
+            return True
+        return not set(self.roles).isdisjoint(roles)
+
+    def merged(self, other: Approvers) -> Approvers:
+        """The union of two groups (used when a request escalates); keeps this quorum."""
+        return Approvers(
+            roles=tuple(dict.fromkeys(self.roles + other.roles)),
+            users=tuple(dict.fromkeys(self.users + other.users)),
+            quorum=self.quorum,
+            any=self.any or other.any,
+        )
+
+    def to_wire(self) -> dict[str, object]:
+        if self.any:
+            return {"any": True, "quorum": self.quorum}
+        return {"roles": list(self.roles), "users": list(self.users), "quorum": self.quorum}
+
+
+ANY_APPROVER = Approvers(any=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewSpec:
+    """How a human reviews a call that needs approval (resolved from rule → tool → defaults)."""
+
+    allowed_decisions: tuple[DecisionType, ...] = ("approve", "reject")
+    approvers: Approvers = ANY_APPROVER
+    editable_args: tuple[str, ...] | Literal["*"] = ()
+    forbid_self_approval: bool = True
+    allow_thread_approval: bool = True
+    risk: Risk | None = None
+    timeout_s: float = 3600.0
+    on_timeout: OnTimeout = "reject"
+    escalate_to: Approvers | None = None
+    escalate_after_s: float | None = None
+    description: str = ""
+    notify: tuple[str, ...] = ()
+
+    def may_edit(self, arg: str) -> bool:
+        return self.editable_args == "*" or arg in self.editable_args
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of the checks for one call. Always names the rule that decided.
+
+    ``kind`` is ``allow``, ``deny`` (with ``reason``) or ``require_approval`` (with ``review``).
+    ``policy_hash`` identifies the policy version that decided, for the audit.
+    """
+
+    kind: VerdictKind
+    rule: str
+    reason: str | None = None
+    review: ReviewSpec | None = None
+    policy_hash: str = ""
+    risk: Risk | None = None
+    description: str | None = None
+    errors: tuple[str, ...] = field(default=())
+
+    @property
+    def allowed(self) -> bool:
+        return self.kind == "allow"
+
+    @property
+    def denied(self) -> bool:
+        return self.kind == "deny"
+
+    @property
+    def needs_approval(self) -> bool:
+        return self.kind == "require_approval"
+
+    def to_wire(self, tool_call_id: str) -> dict[str, object]:
+        return {
+            "tool_call_id": tool_call_id,
+            "verdict": self.kind,
+            "rule": self.rule,
+            "reason": self.reason,
+        }
+
+    @staticmethod
+    def allow(rule: str, *, policy_hash: str = "", risk: Risk | None = None) -> Verdict:
+        return Verdict("allow", rule, policy_hash=policy_hash, risk=risk)
+
+    @staticmethod
+    def deny(rule: str, reason: str, *, policy_hash: str = "", risk: Risk | None = None,
+             errors: tuple[str, ...] = ()) -> Verdict:
+        return Verdict("deny", rule, reason=reason, policy_hash=policy_hash, risk=risk,
+                       errors=errors)
+
+    @staticmethod
+    def require_approval(rule: str, review: ReviewSpec, *, reason: str | None = None,
+                         policy_hash: str = "", description: str | None = None) -> Verdict:
+        return Verdict("require_approval", rule, reason=reason, review=review,
+                       policy_hash=policy_hash, risk=review.risk,
+                       description=description if description is not None else review.description)
