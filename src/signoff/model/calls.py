@@ -54,7 +54,7 @@ class CallContext:
     thread: str = "default"
     agent: str | None = None
     environment: str | None = None
-    time: datetime = field(default_factory=utcnow)
+    time: datetime | None = None  # None = the moment the field is read (each call's own time)
     user_request: str | None = None
     reasoning: str | None = None
     attrs: Mapping[str, Any] = field(default_factory=dict)
@@ -64,6 +64,8 @@ class CallContext:
 
     def field(self, name: str) -> Any:
         """The value of ``context.<name>``; raises KeyError when absent (never getattr on input)."""
+        if name == "time":
+            return self.time if self.time is not None else utcnow()
         if name in CallContext.FIELDS:
             value = getattr(self, name)
             if value is None:

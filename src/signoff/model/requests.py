@@ -109,6 +109,23 @@ class ReviewConfig(_Model):
         return self.editable_args == "*" or arg in self.editable_args
 
 
+class Decision(_Model):
+    """A human decision as submitted (API body, CLI, resume value), before it is checked.
+
+    ``tool_call_id`` may be omitted when decisions are given as a positional list
+    (LangChain semantics: ``decisions[i]`` answers ``action_requests[i]``).
+    ``message`` is the reason (optional on approve, expected on reject) or the answer
+    (required on respond). ``scope: thread`` on an approve also approves later calls on the
+    same thread (where the policy allows it).
+    """
+
+    tool_call_id: str | None = None
+    type: DecisionType
+    edited_action: Action | None = None
+    message: str | None = None
+    scope: Scope = "call"
+
+
 class DecisionRecord(_Model):
     """A stored human decision on one call: who, how, what, when, through which channel."""
 

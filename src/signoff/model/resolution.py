@@ -331,3 +331,29 @@ def mark_execution(req: ApprovalRequest, tool_call_id: str, step: Execution, *, 
     tr = Transition(new, [_event(new, step, tool_call_id, at=now, actor=actor, **data)])
     new.version += 1
     return tr
+
+
+def system_resolve(req: ApprovalRequest, resolution: Literal["approved", "rejected"], *,
+                   actor: str, message: str | None, now: datetime) -> Transition:
+    """Resolve every undecided call without a human: ``non-interactive`` mode rejects at once,
+    ``yolo`` mode approves at once. Audited as ``decided`` with the system actor."""
+    if not req.pending:
+        raise _already(req)
+    new = req.copy_for_update()
+    tr = Transition(new)
+    for call in new.calls:
+        if call.resolution is not None:
+            continue
+        call.resolution = resolution
+        call.resolved_by = actor
+        call.resolved_at = now
+        call.message = message
+        tr.events.append(_event(new, "decided", call.tool_call_id, at=now, actor=actor,
+                                type="approve" if resolution == "approved" else "reject",
+                                channel=actor, message=message))
+    new.status = "resolved"
+    new.resolved_at = now
+    tr.events.append(_event(new, "resolved", at=now, actor=actor, outcomes={
+        c.tool_call_id: c.resolution for c in new.calls}))
+    new.version += 1
+    return tr

@@ -1,0 +1,436 @@
+"""``signoff …`` — the command line.
+
+The CLI acts on the store directly, trusted like any local admin tool that can open the
+database file; ``--as`` names the person deciding, checked against the policy like any
+approver.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from signoff.cli import render
+from signoff.gate import Gate
+from signoff.gate.core import resolve_config_path
+from signoff.model import (
+    AlreadyDecided,
+    CallContext,
+    DecisionError,
+    NotFound,
+    PolicyError,
+    SignoffError,
+    ToolCall,
+)
+from signoff.policy import Policy
+
+app = typer.Typer(
+    name="signoff",
+    help="Human sign-off for AI-agent tool calls: policy, approvals, audit.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+policy_app = typer.Typer(help="Check, explain and test a policy file.", no_args_is_help=True)
+audit_app = typer.Typer(help="Verify and export the audit log.", no_args_is_help=True)
+app.add_typer(policy_app, name="policy")
+app.add_typer(audit_app, name="audit")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="Policy file (default: $SIGNOFF_CONFIG or ./signoff.yaml)",
+                 show_default=False),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+AsOpt = Annotated[str, typer.Option("--as", help="The person deciding (checked by the policy).")]
+NonInteractiveOpt = Annotated[
+    bool, typer.Option("--non-interactive", help="Nobody can answer: reject approvals at once.")
+]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def load_policy(config: Path | None) -> Policy:
+    path = resolve_config_path(config)
+    if not path.exists():
+        fail(f"no policy file at {path}; pass --config or set $SIGNOFF_CONFIG "
+             "(`signoff init` writes a starter file)", 2)
+    try:
+        return Policy.load(path)
+    except PolicyError as exc:
+        fail(f"invalid policy:\n{exc}", 2)
+
+
+def open_gate(config: Path | None, *, acting_as: str | None = None,
+              interactive: bool = True) -> Gate:
+    policy = load_policy(config)
+    if policy.sections.get("remote"):
+        if acting_as is not None:
+            fail("this config points at a remote server: decisions use your approver token, "
+                 "so --as is not accepted", 2)
+        fail("remote servers are not supported by this version of the CLI yet", 2)
+    return Gate(policy, interactive=interactive)
+
+
+def emit_json(data: Any) -> None:
+    out.print_json(json.dumps(data, default=str))
+
+
+# ---------------------------------------------------------------------- policy
+@policy_app.command("check")
+def policy_check(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
+    """Validate the policy file: exit 0 with a summary, or 2 with every error."""
+    path = resolve_config_path(config)
+    try:
+        policy = Policy.load(path)
+    except PolicyError as exc:
+        errors = [str(e) for e in getattr(exc, "errors", [exc])]
+        if as_json:
+            emit_json({"ok": False, "errors": errors})
+        else:
+            err.print(f"[bold red]{path}: {len(errors)} error(s)[/]")
+            for line in errors:
+                err.print(f"  • {line}")
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc}", 2)
+    summary = policy.summary()
+    if as_json:
+        emit_json({"ok": True, "summary": summary, "warnings": policy.warnings,
+                   "hash": policy.hash})
+        return
+    out.print(f"[green]✓[/] {path} is valid (policy {policy.short_hash})")
+    for key, value in summary.items():
+        out.print(f"  {key}: {value}")
+    for warning in policy.warnings:
+        out.print(f"  [yellow]warning:[/] {warning}")
+
+
+@policy_app.command("explain")
+def policy_explain(
+    tool: Annotated[str, typer.Option("--tool", help="Tool name.")],
+    args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
+    principal: Annotated[str | None, typer.Option("--principal", help="Caller id.")] = None,
+    roles: Annotated[str | None, typer.Option("--roles", help="Comma-separated roles.")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="Context as JSON.")] = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the verdict for one call and why: rule, approvers, quorum, deadline."""
+    policy = load_policy(config)
+    call_args = parse_json_object(args, "--args")
+    ctx_fields = parse_json_object(context, "--context") if context else {}
+    ctx = build_context(policy, principal, roles, ctx_fields)
+    explanation = policy.explain(ToolCall(tool, call_args), ctx)
+    if as_json:
+        emit_json(explanation.to_dict())
+        return
+    render.explanation(out, explanation)
+
+
+@policy_app.command("test")
+def policy_test(
+    cases: Annotated[Path, typer.Argument(help="YAML file of expected verdicts.")],
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a file of expected verdicts against the policy (policy-as-code tests)."""
+    from signoff.policy import run_cases
+
+    policy = load_policy(config)
+    try:
+        results = run_cases(policy, cases)
+    except PolicyError as exc:
+        fail(f"invalid cases file:\n{exc}", 2)
+    failed = [r for r in results if not r.passed]
+    if as_json:
+        emit_json({"passed": len(results) - len(failed), "failed": len(failed),
+                   "results": [render.case_dict(r) for r in results]})
+    else:
+        render.case_results(out, results)
+    raise typer.Exit(1 if failed else 0)
+
+
+def parse_json_object(text: str | None, flag: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except json.JSONDecodeError as exc:
+        fail(f"{flag} is not valid JSON: {exc}", 2)
+    if not isinstance(value, dict):
+        fail(f"{flag} must be a JSON object", 2)
+    return value
+
+
+def build_context(policy: Policy, principal: str | None, roles: str | None,
+                  fields: dict[str, Any]) -> CallContext:
+    from datetime import datetime
+
+    role_list = [r.strip() for r in (roles or "").split(",") if r.strip()]
+    who = policy.principal(principal or "anonymous", role_list)
+    known = {k: fields.pop(k) for k in list(fields) if k in CallContext.FIELDS}
+    if isinstance(known.get("time"), str):
+        known["time"] = datetime.fromisoformat(known["time"])
+    return CallContext(principal=who, attrs=fields, **known)
+
+
+# ---------------------------------------------------------------------- requests
+@app.command("pending")
+def pending(
+    thread: Annotated[str | None, typer.Option("--thread", help="Only this thread.")] = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List requests waiting for a decision."""
+    with open_gate(config) as gate:
+        reqs = gate._portal.run(gate.alist(status="pending", thread=thread))
+    if as_json:
+        emit_json([r.to_wire() for r in reqs])
+        return
+    render.pending_table(out, reqs)
+
+
+@app.command("show")
+def show(
+    request_id: Annotated[str, typer.Argument(help="Request id (req_…).")],
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one request: calls, context, decisions, quorum, execution."""
+    with open_gate(config) as gate:
+        req = run_or_fail(gate, gate.get(request_id))
+    if as_json:
+        emit_json(req.to_wire())
+        return
+    render.request_detail(out, req)
+
+
+def run_or_fail(gate: Gate, coro: Any) -> Any:
+    try:
+        return gate._portal.run(coro)
+    except NotFound as exc:
+        fail(str(exc))
+    except AlreadyDecided as exc:
+        fail(str(exc))
+    except DecisionError as exc:
+        fail(str(exc))
+    except SignoffError as exc:
+        fail(str(exc))
+
+
+def _decide(config: Path | None, request_id: str, approver: str,
+            decisions: list[dict[str, Any]], as_json: bool) -> None:
+    with open_gate(config, acting_as=approver) as gate:
+        req = run_or_fail(gate, gate.adecide(request_id, decisions, approver=approver,
+                                             channel="cli"))
+    if as_json:
+        emit_json(req.to_wire())
+    else:
+        render.decision_summary(out, req, approver)
+
+
+def _targets(config: Path | None, request_id: str, call: str | None) -> list[str]:
+    if call:
+        return [call]
+    with open_gate(config) as gate:
+        req = run_or_fail(gate, gate.get(request_id))
+    ids = req.pending_call_ids
+    if not ids:
+        fail(f"request {request_id} has no call awaiting a decision (status {req.status})")
+    return ids
+
+
+@app.command("approve")
+def approve(
+    request_id: Annotated[str, typer.Argument(help="Request id.")],
+    approver: AsOpt,
+    call: Annotated[str | None, typer.Option("--call", help="Only this call id.")] = None,
+    message: Annotated[str | None, typer.Option("-m", "--message", help="Reason.")] = None,
+    for_thread: Annotated[bool, typer.Option(
+        "--for-thread", help="Also approve later calls on this thread.")] = False,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Approve a request (every undecided call, or one with --call)."""
+    decisions = [{"tool_call_id": c, "type": "approve", "message": message,
+                  "scope": "thread" if for_thread else "call"}
+                 for c in _targets(config, request_id, call)]
+    _decide(config, request_id, approver, decisions, as_json)
+
+
+@app.command("reject")
+def reject(
+    request_id: Annotated[str, typer.Argument(help="Request id.")],
+    approver: AsOpt,
+    message: Annotated[str, typer.Option("-m", "--message", help="Why (shown to the model).")],
+    call: Annotated[str | None, typer.Option("--call", help="Only this call id.")] = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reject a request with a reason the agent will see."""
+    decisions = [{"tool_call_id": c, "type": "reject", "message": message}
+                 for c in _targets(config, request_id, call)]
+    _decide(config, request_id, approver, decisions, as_json)
+
+
+@app.command("edit")
+def edit(
+    request_id: Annotated[str, typer.Argument(help="Request id.")],
+    approver: AsOpt,
+    call: Annotated[str, typer.Option("--call", help="The call to edit.")],
+    args: Annotated[str, typer.Option("--args", help="Changed arguments as JSON (merged).")],
+    message: Annotated[str | None, typer.Option("-m", "--message", help="Why.")] = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Approve a call with edited arguments (only the policy's editable_args)."""
+    changes = parse_json_object(args, "--args")
+    with open_gate(config) as gate:
+        req = run_or_fail(gate, gate.get(request_id))
+    try:
+        original = req.action_request(call)
+    except KeyError:
+        fail(f"no call {call!r} in request {request_id}; calls: "
+             + ", ".join(a.tool_call_id for a in req.action_requests))
+    edited = {**original.args, **changes}
+    _decide(config, request_id, approver, [{
+        "tool_call_id": call, "type": "edit", "message": message,
+        "edited_action": {"name": original.name, "args": edited}}], as_json)
+
+
+@app.command("respond")
+def respond(
+    request_id: Annotated[str, typer.Argument(help="Request id.")],
+    approver: AsOpt,
+    call: Annotated[str | None, typer.Option("--call", help="The call to answer.")] = None,
+    message: Annotated[str, typer.Option("-m", "--message", help="The answer.")] = "",
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer instead of running the tool (or answer an inquiry)."""
+    decisions = [{"tool_call_id": c, "type": "respond", "message": message}
+                 for c in _targets(config, request_id, call)]
+    _decide(config, request_id, approver, decisions, as_json)
+
+
+@app.command("cancel")
+def cancel_cmd(
+    request_id: Annotated[str, typer.Argument(help="Request id.")],
+    actor: Annotated[str, typer.Option("--as", help="Who cancels (audited).")] = "cli",
+    message: Annotated[str | None, typer.Option("-m", "--message", help="Why.")] = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Cancel a pending request; the agent gets a cancellation."""
+    with open_gate(config) as gate:
+        req = run_or_fail(gate, gate.acancel(request_id, actor=actor, reason=message))
+    if as_json:
+        emit_json(req.to_wire())
+    else:
+        out.print(f"cancelled {req.id}")
+
+
+# ---------------------------------------------------------------------- audit
+@audit_app.command("verify")
+def audit_verify(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
+    """Walk the hash chain: exit 0 when intact, 1 naming the first broken row."""
+    with open_gate(config) as gate:
+        result = run_or_fail(gate, _verify(gate))
+    if as_json:
+        emit_json({"ok": result.ok, "checked": result.checked, "broken_seq": result.broken_seq,
+                   "problem": result.problem})
+    elif result.ok:
+        out.print(f"[green]✓[/] audit log intact ({result.checked} rows)")
+    else:
+        err.print(f"[bold red]✗ audit log broken at row {result.broken_seq}:[/] "
+                  f"{result.problem} ({result.checked} rows checked)")
+    raise typer.Exit(0 if result.ok else 1)
+
+
+async def _verify(gate: Gate) -> Any:
+    await gate.astart()
+    return await gate.store.verify_audit()
+
+
+@audit_app.command("export")
+def audit_export(
+    fmt: Annotated[str, typer.Option("--format", help="jsonl or csv.")] = "jsonl",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File (default stdout).")
+                      ] = None,
+    request: Annotated[str | None, typer.Option("--request", help="Only this request.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Export the audit log (every row, with its hashes)."""
+    from signoff.store.audit import to_csv, to_jsonl
+
+    if fmt not in ("jsonl", "csv"):
+        fail("--format must be jsonl or csv", 2)
+    with open_gate(config) as gate:
+        records = run_or_fail(gate, _read_all(gate, request))
+    text = to_jsonl(records) if fmt == "jsonl" else to_csv(records)
+    if output:
+        output.write_text(text, encoding="utf-8")
+        err.print(f"wrote {len(records)} rows to {output}")
+    else:
+        sys.stdout.write(text)
+
+
+async def _read_all(gate: Gate, request_id: str | None) -> list[Any]:
+    from signoff.store import AuditQuery
+
+    await gate.astart()
+    await gate.store.flush_audit()
+    rows: list[Any] = []
+    after = 0
+    while True:
+        batch = await gate.store.read_audit(AuditQuery(after_seq=after, limit=5000,
+                                                       request_id=request_id))
+        rows.extend(batch)
+        if len(batch) < 5000:
+            return rows
+        after = batch[-1].seq
+
+
+# ---------------------------------------------------------------------- demo / init
+@app.command("demo")
+def demo(
+    non_interactive: Annotated[bool, typer.Option(
+        "--auto", help="Answer the prompts with a script (used when stdin is not a terminal).")
+    ] = False,
+    workdir: Annotated[Path | None, typer.Option("--dir", help="Where to keep the demo store.")
+                       ] = None,
+) -> None:
+    """A scripted agent makes the seed scenarios' calls; you decide each one."""
+    from signoff.cli.demo import run_demo
+
+    raise typer.Exit(run_demo(out, auto=non_interactive or not sys.stdin.isatty(),
+                              workdir=workdir))
+
+
+@app.command("init")
+def init(
+    path: Annotated[Path, typer.Argument(help="Where to write the policy.")] = Path("signoff.yaml"),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a starter policy file."""
+    from importlib.resources import files
+
+    if path.exists() and not force:
+        fail(f"{path} exists; use --force to overwrite", 2)
+    path.write_text(files("signoff.cli").joinpath("starter.yaml").read_text(encoding="utf-8"),
+                    encoding="utf-8")
+    out.print(f"wrote {path} — check it with `signoff policy check --config {path}`")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,63 @@
+"""Sliding-window counts of executed calls, for the policy's ``rate:`` condition.
+
+Counts live in the gate's memory (a deque of timestamps per key, O(1) amortised) and are
+seeded from the audit log when the gate starts, so a restart does not reset a limit. With
+several processes on one store each process counts its own executions plus what it saw at
+start; the server (one process per replica) is the place to enforce tight global limits.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from datetime import datetime
+
+from signoff.model import CallContext
+
+BY_FIELDS = ("principal", "agent", "thread", "tool")
+
+
+def key_for(by: str, ctx: CallContext) -> str:
+    if by == "principal":
+        return ctx.principal.id
+    if by == "agent":
+        return ctx.agent or ""
+    if by == "thread":
+        return ctx.thread
+    return ""
+
+
+class RateWindows:
+    """Implements the policy's ``RateCounter`` protocol."""
+
+    def __init__(self, max_window_s: float = 86400.0) -> None:
+        self._events: dict[tuple[str, str, str], deque[float]] = {}
+        self._lock = threading.Lock()
+        self._max_window_s = max_window_s
+
+    def record(self, tool: str, ctx: CallContext, at: datetime) -> None:
+        ts = at.timestamp()
+        with self._lock:
+            for by in BY_FIELDS:
+                self._events.setdefault((tool, by, key_for(by, ctx)), deque()).append(ts)
+
+    def seed(self, tool: str, by: str, key: str, at: datetime) -> None:
+        with self._lock:
+            q = self._events.setdefault((tool, by, key), deque())
+            q.append(at.timestamp())
+
+    def count(self, tool: str, by: str, key: str, window_s: float, now: datetime) -> int:
+        horizon = now.timestamp() - window_s
+        with self._lock:
+            q = self._events.get((tool, by, key))
+            if not q:
+                return 0
+            cutoff = now.timestamp() - self._max_window_s
+            while q and q[0] < cutoff:
+                q.popleft()
+            n = 0
+            for ts in reversed(q):
+                if ts < horizon:
+                    break
+                n += 1
+            return n
