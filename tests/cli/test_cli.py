@@ -66,8 +66,13 @@ def config(tmp_path: Path) -> Path:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "signoff", *args], capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "signoff", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -90,9 +95,13 @@ def wait_for_pending(config: Path) -> dict[str, object]:
 def start_agent(tmp_path: Path, config: Path, amount: int) -> subprocess.Popen[str]:
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
-    return subprocess.Popen([sys.executable, str(script), str(config), str(amount)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, str(script), str(config), str(amount)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_policy_check_accepts_a_valid_file(config: Path) -> None:
@@ -103,8 +112,10 @@ def test_policy_check_accepts_a_valid_file(config: Path) -> None:
 
 def test_policy_check_lists_every_error_with_its_line(tmp_path: Path) -> None:
     bad = tmp_path / "signoff.yaml"
-    bad.write_text("version: 1\ntools:\n  t:\n    rules:\n      - id: a\n        when: "
-                   "{args.x: {gt_: 1}}\n        decision: allow\n")
+    bad.write_text(
+        "version: 1\ntools:\n  t:\n    rules:\n      - id: a\n        when: "
+        "{args.x: {gt_: 1}}\n        decision: allow\n"
+    )
     code, output = invoke("policy", "check", "--config", str(bad), "--json")
     assert code == 2
     errors = json.loads(output)["errors"]
@@ -112,19 +123,31 @@ def test_policy_check_lists_every_error_with_its_line(tmp_path: Path) -> None:
 
 
 def test_policy_explain_shows_rule_and_approvers(config: Path) -> None:
-    code, output = invoke("policy", "explain", "--config", str(config), "--tool",
-                          "transfer_funds", "--args", '{"amount": 50000, "to": "ACME"}',
-                          "--principal", "erin", "--json")
+    code, output = invoke(
+        "policy",
+        "explain",
+        "--config",
+        str(config),
+        "--tool",
+        "transfer_funds",
+        "--args",
+        '{"amount": 50000, "to": "ACME"}',
+        "--principal",
+        "erin",
+        "--json",
+    )
     assert code == 0, output
     data = json.loads(output)
     assert "large-transfer" in json.dumps(data)
     assert "require_approval" in json.dumps(data)
 
 
-def test_policy_test_runs_cases_and_fails_on_a_wrong_expectation(config: Path,
-                                                                 tmp_path: Path) -> None:
+def test_policy_test_runs_cases_and_fails_on_a_wrong_expectation(
+    config: Path, tmp_path: Path
+) -> None:
     cases = tmp_path / "cases.yaml"
-    cases.write_text(textwrap.dedent("""
+    cases.write_text(
+        textwrap.dedent("""
         cases:
           - name: small transfers run
             tool: transfer_funds
@@ -134,7 +157,8 @@ def test_policy_test_runs_cases_and_fails_on_a_wrong_expectation(config: Path,
             tool: transfer_funds
             args: {amount: 50000, to: ACME}
             expect: {verdict: require_approval, rule: large-transfer}
-    """))
+    """)
+    )
     code, output = invoke("policy", "test", str(cases), "--config", str(config))
     assert code == 0, output
     cases.write_text(cases.read_text().replace("verdict: allow", "verdict: deny"))
@@ -149,8 +173,9 @@ def test_cli_approval_wakes_an_agent_in_another_process(config: Path, tmp_path: 
         req = wait_for_pending(config)
         code, output = invoke("show", str(req["id"]), "--config", str(config))
         assert code == 0 and "large-transfer" in output and "pay ACME" in output
-        result = cli("approve", str(req["id"]), "--as", "alice", "-m", "checked",
-                     "--config", str(config))
+        result = cli(
+            "approve", str(req["id"]), "--as", "alice", "-m", "checked", "--config", str(config)
+        )
         assert result.returncode == 0, result.stderr
         out, err = agent.communicate(timeout=30)
         assert "RESULT sent 50000 to ACME" in out, err
@@ -163,8 +188,18 @@ def test_cli_edit_changes_what_runs(config: Path, tmp_path: Path) -> None:
     try:
         req = wait_for_pending(config)
         call_id = req["calls"][0]["tool_call_id"]  # type: ignore[index]
-        code, output = invoke("edit", str(req["id"]), "--as", "bob", "--call", call_id,
-                              "--args", '{"amount": 40000}', "--config", str(config))
+        code, output = invoke(
+            "edit",
+            str(req["id"]),
+            "--as",
+            "bob",
+            "--call",
+            call_id,
+            "--args",
+            '{"amount": 40000}',
+            "--config",
+            str(config),
+        )
         assert code == 0, output
         out, _ = agent.communicate(timeout=30)
         assert "RESULT sent 40000 to ACME" in out
@@ -176,8 +211,16 @@ def test_cli_reject_reaches_the_agent_with_the_reason(config: Path, tmp_path: Pa
     agent = start_agent(tmp_path, config, 50_000)
     try:
         req = wait_for_pending(config)
-        code, output = invoke("reject", str(req["id"]), "--as", "alice", "-m", "wrong account",
-                              "--config", str(config))
+        code, output = invoke(
+            "reject",
+            str(req["id"]),
+            "--as",
+            "alice",
+            "-m",
+            "wrong account",
+            "--config",
+            str(config),
+        )
         assert code == 0, output
         out, _ = agent.communicate(timeout=30)
         assert "REJECTED" in out and "wrong account" in out
@@ -195,8 +238,7 @@ def test_cli_refuses_unknown_people_and_late_decisions(config: Path, tmp_path: P
         code, output = invoke("approve", rid, "--as", "erin", "--config", str(config))
         assert code == 1
         assert invoke("approve", rid, "--as", "alice", "--config", str(config))[0] == 0
-        code, output = invoke("reject", rid, "--as", "bob", "-m", "late",
-                              "--config", str(config))
+        code, output = invoke("reject", rid, "--as", "bob", "-m", "late", "--config", str(config))
         assert code == 1 and "alice" in output
     finally:
         agent.communicate(timeout=30)
@@ -204,7 +246,7 @@ def test_cli_refuses_unknown_people_and_late_decisions(config: Path, tmp_path: P
 
 
 def test_reject_requires_a_reason(config: Path) -> None:
-    code, output = invoke("reject", "req_x", "--as", "alice", "--config", str(config))
+    code, _output = invoke("reject", "req_x", "--as", "alice", "--config", str(config))
     assert code == 2
 
 
@@ -214,8 +256,9 @@ def test_audit_verify_detects_a_tampered_row(config: Path, tmp_path: Path) -> No
     code, output = invoke("audit", "verify", "--config", str(config))
     assert code == 0, output
     db = sqlite3.connect(tmp_path / "signoff.db")
-    triggers = db.execute("SELECT name, sql FROM sqlite_master WHERE type='trigger' "
-                          "AND tbl_name='audit'").fetchall()
+    triggers = db.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type='trigger' AND tbl_name='audit'"
+    ).fetchall()
     for name, _sql in triggers:
         db.execute(f'DROP TRIGGER "{name}"')
     db.execute("UPDATE audit SET actor='mallory' WHERE seq = (SELECT MIN(seq) FROM audit)")
@@ -247,9 +290,14 @@ def test_missing_config_is_a_clear_error(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_demo_runs_to_completion_without_a_terminal(tmp_path: Path) -> None:
     env = {**os.environ, "COLUMNS": "120"}
-    result = subprocess.run([sys.executable, "-m", "signoff", "demo", "--dir",
-                             str(tmp_path)], capture_output=True, text=True, timeout=120,
-                            stdin=subprocess.DEVNULL, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "signoff", "demo", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "super-admin" in out  # the protected row was denied

@@ -46,8 +46,20 @@ def tools(gate: Gate) -> dict[str, Any]:
         fn.__name__ = name
         return gate.guard(fn)
 
-    t = {n: make(n) for n in ("get_price", "delete_record", "transfer_funds", "execute",
-                              "no_thread", "quick", "quick_allow", "escalating", "limited")}
+    t = {
+        n: make(n)
+        for n in (
+            "get_price",
+            "delete_record",
+            "transfer_funds",
+            "execute",
+            "no_thread",
+            "quick",
+            "quick_allow",
+            "escalating",
+            "limited",
+        )
+    }
     t["ran"] = ran
     return t
 
@@ -107,8 +119,9 @@ def test_approved_call_runs_exactly_once_after_the_decision(gate: Gate) -> None:
     assert req.action_requests[0].rule == "prod-delete"
     gate.decide(req.id, [{"type": "approve"}], approver="alice")
     assert fut.result(timeout=15) == "delete_record ok"
-    assert t["ran"] == [("delete_record", {"table": "orders", "record_id": 42,
-                                           "environment": "production"})]
+    assert t["ran"] == [
+        ("delete_record", {"table": "orders", "record_id": 42, "environment": "production"})
+    ]
     final = gate.wait(req.id)
     assert final.calls[0].execution == "executed"
     seen = events(gate, request_id=req.id)
@@ -141,8 +154,16 @@ def test_edit_runs_the_edited_arguments(gate: Gate) -> None:
     t = tools(gate)
     fut = run_in_thread(lambda: t["execute"](command="rm -rf /"))
     req = next_pending(gate)
-    gate.decide(req.id, [{"type": "edit", "edited_action": {
-        "name": "execute", "args": {"command": "rm -rf ./build"}}}], approver="dave")
+    gate.decide(
+        req.id,
+        [
+            {
+                "type": "edit",
+                "edited_action": {"name": "execute", "args": {"command": "rm -rf ./build"}},
+            }
+        ],
+        approver="dave",
+    )
     assert fut.result(timeout=15) == "execute ok"
     assert t["ran"] == [("execute", {"command": "rm -rf ./build"})]
     assert gate.wait(req.id).calls[0].resolution == "edited"
@@ -151,10 +172,14 @@ def test_edit_runs_the_edited_arguments(gate: Gate) -> None:
 @pytest.mark.parametrize(
     ("decision", "field"),
     [
-        ({"type": "edit", "edited_action": {"name": "get_price", "args": {"command": "x"}}},
-         "decisions[0].edited_action.name"),
-        ({"type": "edit", "edited_action": {"name": "execute", "args": {"cmd": "x"}}},
-         "decisions[0].edited_action.args.cmd"),
+        (
+            {"type": "edit", "edited_action": {"name": "get_price", "args": {"command": "x"}}},
+            "decisions[0].edited_action.name",
+        ),
+        (
+            {"type": "edit", "edited_action": {"name": "execute", "args": {"cmd": "x"}}},
+            "decisions[0].edited_action.args.cmd",
+        ),
         ({"type": "edit"}, "decisions[0].edited_action"),
         ({"type": "maybe"}, "decisions[0].type"),
         ({"type": "respond"}, "decisions[0].message"),
@@ -162,7 +187,8 @@ def test_edit_runs_the_edited_arguments(gate: Gate) -> None:
     ],
 )
 def test_invalid_decision_names_the_field_and_stores_nothing(
-        gate: Gate, decision: dict[str, Any], field: str) -> None:
+    gate: Gate, decision: dict[str, Any], field: str
+) -> None:
     t = tools(gate)
     fut = run_in_thread(lambda: t["execute"](command="rm -rf /"))
     req = next_pending(gate)
@@ -177,38 +203,65 @@ def test_invalid_decision_names_the_field_and_stores_nothing(
 
 
 def test_wrong_number_of_positional_decisions_is_refused(gate: Gate) -> None:
-    sub = gate.submit([ToolCall("execute", {"command": "a"}, id="c1"),
-                       ToolCall("execute", {"command": "b"}, id="c2")],
-                      gate.make_context("erin", thread="t9"))
+    sub = gate.submit(
+        [
+            ToolCall("execute", {"command": "a"}, id="c1"),
+            ToolCall("execute", {"command": "b"}, id="c2"),
+        ],
+        gate.make_context("erin", thread="t9"),
+    )
     assert sub.request is not None and len(sub.request.calls) == 2
     with pytest.raises(DecisionError) as info:
         gate.decide(sub.request.id, [{"type": "approve"}] * 3, approver="dave")
     assert info.value.field == "decisions"
-    done = gate.decide(sub.request.id, [{"type": "approve"}, {"type": "reject"}],
-                       approver="dave")
+    done = gate.decide(sub.request.id, [{"type": "approve"}, {"type": "reject"}], approver="dave")
     assert [c.resolution for c in done.calls] == ["approved", "rejected"]
 
 
 def test_edit_that_the_policy_would_deny_is_refused(gate: Gate) -> None:
-    sub = gate.submit([ToolCall("transfer_funds", {"amount": 50_000, "to": "ACME"})],
-                      gate.make_context("erin"))
+    sub = gate.submit(
+        [ToolCall("transfer_funds", {"amount": 50_000, "to": "ACME"})], gate.make_context("erin")
+    )
     assert sub.request is not None
     call_id = sub.request.calls[0].tool_call_id
     with pytest.raises(DecisionError) as info:
-        gate.decide(sub.request.id, [{"tool_call_id": call_id, "type": "edit", "edited_action": {
-            "name": "transfer_funds", "args": {"amount": 5_000_000, "to": "ACME"}}}],
-            approver="bob")
+        gate.decide(
+            sub.request.id,
+            [
+                {
+                    "tool_call_id": call_id,
+                    "type": "edit",
+                    "edited_action": {
+                        "name": "transfer_funds",
+                        "args": {"amount": 5_000_000, "to": "ACME"},
+                    },
+                }
+            ],
+            approver="bob",
+        )
     assert "huge-transfer" in str(info.value)
     with pytest.raises(DecisionError) as info2:
-        gate.decide(sub.request.id, [{"tool_call_id": call_id, "type": "edit", "edited_action": {
-            "name": "transfer_funds", "args": {"amount": 50_000, "to": "EVIL"}}}],
-            approver="bob")
-    assert info2.value.field == f"decisions[0].edited_action.args.to"
+        gate.decide(
+            sub.request.id,
+            [
+                {
+                    "tool_call_id": call_id,
+                    "type": "edit",
+                    "edited_action": {
+                        "name": "transfer_funds",
+                        "args": {"amount": 50_000, "to": "EVIL"},
+                    },
+                }
+            ],
+            approver="bob",
+        )
+    assert info2.value.field == "decisions[0].edited_action.args.to"
 
 
 def test_quorum_needs_two_distinct_approvers(gate: Gate) -> None:
-    sub = gate.submit([ToolCall("transfer_funds", {"amount": 50_000, "to": "ACME"})],
-                      gate.make_context("erin"))
+    sub = gate.submit(
+        [ToolCall("transfer_funds", {"amount": 50_000, "to": "ACME"})], gate.make_context("erin")
+    )
     assert sub.request is not None
     rid = sub.request.id
     one = gate.decide(rid, [{"type": "approve"}], approver="bob")
@@ -220,8 +273,9 @@ def test_quorum_needs_two_distinct_approvers(gate: Gate) -> None:
 
 
 def test_one_qualified_reject_vetoes_a_quorum(gate: Gate) -> None:
-    sub = gate.submit([ToolCall("transfer_funds", {"amount": 50_000, "to": "ACME"})],
-                      gate.make_context("erin"))
+    sub = gate.submit(
+        [ToolCall("transfer_funds", {"amount": 50_000, "to": "ACME"})], gate.make_context("erin")
+    )
     assert sub.request is not None
     gate.decide(sub.request.id, [{"type": "approve"}], approver="bob")
     done = gate.decide(sub.request.id, [{"type": "reject", "message": "no"}], approver="carol")
@@ -229,13 +283,25 @@ def test_one_qualified_reject_vetoes_a_quorum(gate: Gate) -> None:
 
 
 def test_edit_restarts_the_quorum_count(gate: Gate) -> None:
-    sub = gate.submit([ToolCall("transfer_funds", {"amount": 50_000, "to": "ACME"})],
-                      gate.make_context("erin"))
+    sub = gate.submit(
+        [ToolCall("transfer_funds", {"amount": 50_000, "to": "ACME"})], gate.make_context("erin")
+    )
     assert sub.request is not None
     rid = sub.request.id
     gate.decide(rid, [{"type": "approve"}], approver="bob")
-    edited = gate.decide(rid, [{"type": "edit", "edited_action": {
-        "name": "transfer_funds", "args": {"amount": 40_000, "to": "ACME"}}}], approver="carol")
+    edited = gate.decide(
+        rid,
+        [
+            {
+                "type": "edit",
+                "edited_action": {
+                    "name": "transfer_funds",
+                    "args": {"amount": 40_000, "to": "ACME"},
+                },
+            }
+        ],
+        approver="carol",
+    )
     assert edited.pending and edited.calls[0].approvals == ["carol"]
     done = gate.decide(rid, [{"type": "approve"}], approver="bob")
     assert done.calls[0].resolution == "edited"
@@ -253,20 +319,29 @@ def test_second_conflicting_decision_says_who_decided(gate: Gate) -> None:
     assert same.calls[0].resolution == "approved"  # an exact repeat is idempotent
 
 
-@pytest.mark.parametrize(("approver", "why"), [
-    ("erin", "made this call"),  # self-approval
-    ("bob", "may not decide"),  # lacks the role
-    ("mallory", "not in the people"),  # unknown person
-])
+@pytest.mark.parametrize(
+    ("approver", "why"),
+    [
+        ("erin", "made this call"),  # self-approval
+        ("bob", "may not decide"),  # lacks the role
+        ("mallory", "not in the people"),  # unknown person
+    ],
+)
 def test_unqualified_approvers_are_refused(gate: Gate, approver: str, why: str) -> None:
-    sub = gate.submit([ToolCall("execute", {"command": "rm x"})],
-                      gate.make_context("erin" if approver == "erin" else "dave",
-                                        thread="t2"))
+    sub = gate.submit(
+        [ToolCall("execute", {"command": "rm x"})],
+        gate.make_context("erin" if approver == "erin" else "dave", thread="t2"),
+    )
     if approver == "erin":
         # erin needs the role for the self-approval check to be the reason
-        sub = gate.submit([ToolCall("delete_record", {"table": "t", "record_id": 2,
-                                                      "environment": "production"})],
-                          gate.make_context("alice", thread="t3"))
+        sub = gate.submit(
+            [
+                ToolCall(
+                    "delete_record", {"table": "t", "record_id": 2, "environment": "production"}
+                )
+            ],
+            gate.make_context("alice", thread="t3"),
+        )
         approver = "alice"
     assert sub.request is not None
     with pytest.raises(NotAuthorized) as info:
@@ -312,6 +387,7 @@ def test_escalation_lets_the_next_group_decide(gate: Gate) -> None:
 def test_non_interactive_mode_rejects_at_once(tmp_path: Path) -> None:
     gate = Gate(make_policy(), SQLiteStore(tmp_path / "s.db"), interactive=False)
     try:
+
         @gate.guard
         def execute(command: str) -> str:
             return "ran"
@@ -338,11 +414,13 @@ def test_thread_approval_approves_later_calls_on_that_thread_only(gate: Gate) ->
     second = gate.submit([ToolCall("execute", {"command": "rm b"})], ctx)
     assert second.request is not None and second.request.calls[0].resolution == "approved"
     assert "auto_approved" in events(gate, request_id=second.request.id)
-    other = gate.submit([ToolCall("execute", {"command": "rm c"})],
-                        gate.make_context("erin", thread="careful"))
+    other = gate.submit(
+        [ToolCall("execute", {"command": "rm c"})], gate.make_context("erin", thread="careful")
+    )
     assert other.request is not None and other.request.pending
-    denied = gate.submit([ToolCall("delete_record", {"table": "users", "record_id": 1,
-                                                     "environment": "x"})], ctx)
+    denied = gate.submit(
+        [ToolCall("delete_record", {"table": "users", "record_id": 1, "environment": "x"})], ctx
+    )
     assert denied.verdicts[0].denied  # deny rules still apply
 
 
@@ -367,8 +445,9 @@ def test_resubmitting_the_same_call_returns_the_same_request(gate: Gate) -> None
 
 
 def test_an_approved_call_cannot_be_claimed_twice(gate: Gate) -> None:
-    sub = gate.submit([ToolCall("execute", {"command": "rm a"}, id="c1")],
-                      gate.make_context("erin"))
+    sub = gate.submit(
+        [ToolCall("execute", {"command": "rm a"}, id="c1")], gate.make_context("erin")
+    )
     assert sub.request is not None
     gate.decide(sub.request.id, [{"type": "approve"}], approver="dave")
     gate._portal.run(gate.aclaim(sub.request.id, "c1"))
@@ -404,8 +483,9 @@ def test_rate_limit_requires_approval_after_max_calls(gate: Gate) -> None:
 
 
 def test_inquiry_is_answered_by_a_respond_decision(gate: Gate) -> None:
-    fut = run_in_thread(lambda: gate.ask("Which region?", choices=["eu", "us"],
-                                         default_answer="eu"))
+    fut = run_in_thread(
+        lambda: gate.ask("Which region?", choices=["eu", "us"], default_answer="eu")
+    )
     req = next_pending(gate)
     assert req.kind == "inquiry" and req.inquiry is not None
     assert req.inquiry.question == "Which region?"

@@ -41,8 +41,13 @@ class LogChannel:
 
     async def notify(self, request: ApprovalRequest, gate: Gate) -> None:
         tools = ", ".join(a.name for a in request.action_requests)
-        self.log.info("approval needed: %s (%s) on thread %s — `signoff show %s`",
-                      request.id, tools, request.thread, request.id)
+        self.log.info(
+            "approval needed: %s (%s) on thread %s — `signoff show %s`",
+            request.id,
+            tools,
+            request.thread,
+            request.id,
+        )
 
     async def resolved(self, request: ApprovalRequest, gate: Gate) -> None:
         self.log.info("request %s %s", request.id, request.status)

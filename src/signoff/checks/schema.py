@@ -1,5 +1,5 @@
-"""The schema check: arguments must match the tool's signature or JSON Schema before any
-policy looks at them, so ``"50000"`` vs ``50000`` is caught with a message the model can
+"""The schema check: arguments must match the tool's signature or JSON Schema before
+any policy looks at them, so ``"50000"`` vs ``50000`` is caught with a message the model can
 act on, not discovered by a comparison deep in a rule."""
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ class ArgsSchema(Protocol):
     json_schema: dict[str, Any]
 
     def errors(self, args: Mapping[str, Any]) -> list[str]:
-        """Human-readable field errors (``amount: Input should be a valid integer``); [] if valid."""
+        """Human-readable field errors (``amount: Input should be a valid integer``).
+
+        An empty list means the arguments are valid.
+        """
         ...
 
 

@@ -46,8 +46,12 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option("--config", "-c", help="Policy file (default: $SIGNOFF_CONFIG or ./signoff.yaml)",
-                 show_default=False),
+    typer.Option(
+        "--config",
+        "-c",
+        help="Policy file (default: $SIGNOFF_CONFIG or ./signoff.yaml)",
+        show_default=False,
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 AsOpt = Annotated[str, typer.Option("--as", help="The person deciding (checked by the policy).")]
@@ -64,21 +68,28 @@ def fail(message: str, code: int = 1) -> NoReturn:
 def load_policy(config: Path | None) -> Policy:
     path = resolve_config_path(config)
     if not path.exists():
-        fail(f"no policy file at {path}; pass --config or set $SIGNOFF_CONFIG "
-             "(`signoff init` writes a starter file)", 2)
+        fail(
+            f"no policy file at {path}; pass --config or set $SIGNOFF_CONFIG "
+            "(`signoff init` writes a starter file)",
+            2,
+        )
     try:
         return Policy.load(path)
     except PolicyError as exc:
         fail(f"invalid policy:\n{exc}", 2)
 
 
-def open_gate(config: Path | None, *, acting_as: str | None = None,
-              interactive: bool = True) -> Gate:
+def open_gate(
+    config: Path | None, *, acting_as: str | None = None, interactive: bool = True
+) -> Gate:
     policy = load_policy(config)
     if policy.sections.get("remote"):
         if acting_as is not None:
-            fail("this config points at a remote server: decisions use your approver token, "
-                 "so --as is not accepted", 2)
+            fail(
+                "this config points at a remote server: decisions use your approver token, "
+                "so --as is not accepted",
+                2,
+            )
         fail("remote servers are not supported by this version of the CLI yet", 2)
     return Gate(policy, interactive=interactive)
 
@@ -107,8 +118,9 @@ def policy_check(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
         fail(f"cannot read {path}: {exc}", 2)
     summary = policy.summary()
     if as_json:
-        emit_json({"ok": True, "summary": summary, "warnings": policy.warnings,
-                   "hash": policy.hash})
+        emit_json(
+            {"ok": True, "summary": summary, "warnings": policy.warnings, "hash": policy.hash}
+        )
         return
     out.print(f"[green]✓[/] {path} is valid (policy {policy.short_hash})")
     for key, value in summary.items():
@@ -155,8 +167,13 @@ def policy_test(
         fail(f"invalid cases file:\n{exc}", 2)
     failed = [r for r in results if not r.passed]
     if as_json:
-        emit_json({"passed": len(results) - len(failed), "failed": len(failed),
-                   "results": [render.case_dict(r) for r in results]})
+        emit_json(
+            {
+                "passed": len(results) - len(failed),
+                "failed": len(failed),
+                "results": [render.case_dict(r) for r in results],
+            }
+        )
     else:
         render.case_results(out, results)
     raise typer.Exit(1 if failed else 0)
@@ -172,8 +189,9 @@ def parse_json_object(text: str | None, flag: str) -> dict[str, Any]:
     return value
 
 
-def build_context(policy: Policy, principal: str | None, roles: str | None,
-                  fields: dict[str, Any]) -> CallContext:
+def build_context(
+    policy: Policy, principal: str | None, roles: str | None, fields: dict[str, Any]
+) -> CallContext:
     from datetime import datetime
 
     role_list = [r.strip() for r in (roles or "").split(",") if r.strip()]
@@ -228,11 +246,17 @@ def run_or_fail(gate: Gate, coro: Any) -> Any:
         fail(str(exc))
 
 
-def _decide(config: Path | None, request_id: str, approver: str,
-            decisions: list[dict[str, Any]], as_json: bool) -> None:
+def _decide(
+    config: Path | None,
+    request_id: str,
+    approver: str,
+    decisions: list[dict[str, Any]],
+    as_json: bool,
+) -> None:
     with open_gate(config, acting_as=approver) as gate:
-        req = run_or_fail(gate, gate.adecide(request_id, decisions, approver=approver,
-                                             channel="cli"))
+        req = run_or_fail(
+            gate, gate.adecide(request_id, decisions, approver=approver, channel="cli")
+        )
     if as_json:
         emit_json(req.to_wire())
     else:
@@ -244,10 +268,8 @@ def _targets(config: Path | None, request_id: str, call: str | None) -> list[str
         return [call]
     with open_gate(config) as gate:
         req = run_or_fail(gate, gate.get(request_id))
-    ids = req.pending_call_ids
-    if not ids:
-        fail(f"request {request_id} has no call awaiting a decision (status {req.status})")
-    return ids
+    # With nothing left to decide, aim at every call so the answer says who decided.
+    return req.pending_call_ids or [c.tool_call_id for c in req.calls]
 
 
 @app.command("approve")
@@ -256,15 +278,22 @@ def approve(
     approver: AsOpt,
     call: Annotated[str | None, typer.Option("--call", help="Only this call id.")] = None,
     message: Annotated[str | None, typer.Option("-m", "--message", help="Reason.")] = None,
-    for_thread: Annotated[bool, typer.Option(
-        "--for-thread", help="Also approve later calls on this thread.")] = False,
+    for_thread: Annotated[
+        bool, typer.Option("--for-thread", help="Also approve later calls on this thread.")
+    ] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Approve a request (every undecided call, or one with --call)."""
-    decisions = [{"tool_call_id": c, "type": "approve", "message": message,
-                  "scope": "thread" if for_thread else "call"}
-                 for c in _targets(config, request_id, call)]
+    decisions = [
+        {
+            "tool_call_id": c,
+            "type": "approve",
+            "message": message,
+            "scope": "thread" if for_thread else "call",
+        }
+        for c in _targets(config, request_id, call)
+    ]
     _decide(config, request_id, approver, decisions, as_json)
 
 
@@ -278,8 +307,10 @@ def reject(
     as_json: JsonOpt = False,
 ) -> None:
     """Reject a request with a reason the agent will see."""
-    decisions = [{"tool_call_id": c, "type": "reject", "message": message}
-                 for c in _targets(config, request_id, call)]
+    decisions = [
+        {"tool_call_id": c, "type": "reject", "message": message}
+        for c in _targets(config, request_id, call)
+    ]
     _decide(config, request_id, approver, decisions, as_json)
 
 
@@ -300,12 +331,25 @@ def edit(
     try:
         original = req.action_request(call)
     except KeyError:
-        fail(f"no call {call!r} in request {request_id}; calls: "
-             + ", ".join(a.tool_call_id for a in req.action_requests))
+        fail(
+            f"no call {call!r} in request {request_id}; calls: "
+            + ", ".join(a.tool_call_id for a in req.action_requests)
+        )
     edited = {**original.args, **changes}
-    _decide(config, request_id, approver, [{
-        "tool_call_id": call, "type": "edit", "message": message,
-        "edited_action": {"name": original.name, "args": edited}}], as_json)
+    _decide(
+        config,
+        request_id,
+        approver,
+        [
+            {
+                "tool_call_id": call,
+                "type": "edit",
+                "message": message,
+                "edited_action": {"name": original.name, "args": edited},
+            }
+        ],
+        as_json,
+    )
 
 
 @app.command("respond")
@@ -318,8 +362,10 @@ def respond(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer instead of running the tool (or answer an inquiry)."""
-    decisions = [{"tool_call_id": c, "type": "respond", "message": message}
-                 for c in _targets(config, request_id, call)]
+    decisions = [
+        {"tool_call_id": c, "type": "respond", "message": message}
+        for c in _targets(config, request_id, call)
+    ]
     _decide(config, request_id, approver, decisions, as_json)
 
 
@@ -347,13 +393,21 @@ def audit_verify(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     with open_gate(config) as gate:
         result = run_or_fail(gate, _verify(gate))
     if as_json:
-        emit_json({"ok": result.ok, "checked": result.checked, "broken_seq": result.broken_seq,
-                   "problem": result.problem})
+        emit_json(
+            {
+                "ok": result.ok,
+                "checked": result.checked,
+                "broken_seq": result.broken_seq,
+                "problem": result.problem,
+            }
+        )
     elif result.ok:
         out.print(f"[green]✓[/] audit log intact ({result.checked} rows)")
     else:
-        err.print(f"[bold red]✗ audit log broken at row {result.broken_seq}:[/] "
-                  f"{result.problem} ({result.checked} rows checked)")
+        err.print(
+            f"[bold red]✗ audit log broken at row {result.broken_seq}:[/] "
+            f"{result.problem} ({result.checked} rows checked)"
+        )
     raise typer.Exit(0 if result.ok else 1)
 
 
@@ -365,8 +419,9 @@ async def _verify(gate: Gate) -> Any:
 @audit_app.command("export")
 def audit_export(
     fmt: Annotated[str, typer.Option("--format", help="jsonl or csv.")] = "jsonl",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="File (default stdout).")
-                      ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File (default stdout).")
+    ] = None,
     request: Annotated[str | None, typer.Option("--request", help="Only this request.")] = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -393,8 +448,9 @@ async def _read_all(gate: Gate, request_id: str | None) -> list[Any]:
     rows: list[Any] = []
     after = 0
     while True:
-        batch = await gate.store.read_audit(AuditQuery(after_seq=after, limit=5000,
-                                                       request_id=request_id))
+        batch = await gate.store.read_audit(
+            AuditQuery(after_seq=after, limit=5000, request_id=request_id)
+        )
         rows.extend(batch)
         if len(batch) < 5000:
             return rows
@@ -404,17 +460,20 @@ async def _read_all(gate: Gate, request_id: str | None) -> list[Any]:
 # ---------------------------------------------------------------------- demo / init
 @app.command("demo")
 def demo(
-    non_interactive: Annotated[bool, typer.Option(
-        "--auto", help="Answer the prompts with a script (used when stdin is not a terminal).")
+    non_interactive: Annotated[
+        bool,
+        typer.Option(
+            "--auto", help="Answer the prompts with a script (used when stdin is not a terminal)."
+        ),
     ] = False,
-    workdir: Annotated[Path | None, typer.Option("--dir", help="Where to keep the demo store.")
-                       ] = None,
+    workdir: Annotated[
+        Path | None, typer.Option("--dir", help="Where to keep the demo store.")
+    ] = None,
 ) -> None:
     """A scripted agent makes the seed scenarios' calls; you decide each one."""
     from signoff.cli.demo import run_demo
 
-    raise typer.Exit(run_demo(out, auto=non_interactive or not sys.stdin.isatty(),
-                              workdir=workdir))
+    raise typer.Exit(run_demo(out, auto=non_interactive or not sys.stdin.isatty(), workdir=workdir))
 
 
 @app.command("init")
@@ -427,8 +486,9 @@ def init(
 
     if path.exists() and not force:
         fail(f"{path} exists; use --force to overwrite", 2)
-    path.write_text(files("signoff.cli").joinpath("starter.yaml").read_text(encoding="utf-8"),
-                    encoding="utf-8")
+    path.write_text(
+        files("signoff.cli").joinpath("starter.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     out.print(f"wrote {path} — check it with `signoff policy check --config {path}`")
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from signoff.model import CallContext, Principal
 
+_DEFAULT = CallContext()  # frozen: safe to share as the ContextVar default
 _current: contextvars.ContextVar[CallContext] = contextvars.ContextVar(
-    "signoff_call_context", default=CallContext()
+    "signoff_call_context", default=_DEFAULT
 )
 
 
@@ -46,9 +47,14 @@ def merged_context(
     changes: dict[str, Any] = {}
     if principal is not None:
         changes["principal"] = principal
-    for key, value in (("thread", thread), ("agent", agent), ("environment", environment),
-                       ("time", time), ("user_request", user_request),
-                       ("reasoning", reasoning)):
+    for key, value in (
+        ("thread", thread),
+        ("agent", agent),
+        ("environment", environment),
+        ("time", time),
+        ("user_request", user_request),
+        ("reasoning", reasoning),
+    ):
         if value is not None:
             changes[key] = value
     if attrs:

@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -128,8 +128,9 @@ class Gate:
     ) -> None:
         self.policy = policy
         self.store: Store = store if store is not None else open_store(policy.store_url)
-        self.interactive = (not _env_flag(NON_INTERACTIVE_ENV)) if interactive is None \
-            else interactive
+        self.interactive = (
+            (not _env_flag(NON_INTERACTIVE_ENV)) if interactive is None else interactive
+        )
         self.channels: list[Channel] = list(channels)
         self.sweep_interval = sweep_interval
         self.default_approver = approver
@@ -156,13 +157,17 @@ class Gate:
         return cls(policy, **kwargs)
 
     @classmethod
-    def from_interrupt_on(cls, interrupt_on: Mapping[str, Any], *,
-                          store: Store | None = None, **kwargs: Any) -> Gate:
+    def from_interrupt_on(
+        cls, interrupt_on: Mapping[str, Any], *, store: Store | None = None, **kwargs: Any
+    ) -> Gate:
         """LangChain's ``interrupt_on`` mapping as a gate (in-memory store unless given)."""
         from signoff.store import MemoryStore
 
-        return cls(Policy.from_interrupt_on(interrupt_on),
-                   store if store is not None else MemoryStore(), **kwargs)
+        return cls(
+            Policy.from_interrupt_on(interrupt_on),
+            store if store is not None else MemoryStore(),
+            **kwargs,
+        )
 
     # ------------------------------------------------------------------ registration
     def tool(self, name: str, *, schema: Any = None, risk: Risk | None = None) -> ToolInfo:
@@ -205,10 +210,19 @@ class Gate:
         **attrs: Any,
     ) -> AbstractContextManager[CallContext]:
         """Set who calls, on which thread, and why, for the calls made inside the block."""
-        return use_context(self.make_context(
-            principal, roles=roles, thread=thread, agent=agent, environment=environment,
-            user_request=user_request, reasoning=reasoning, time=time, **attrs,
-        ))
+        return use_context(
+            self.make_context(
+                principal,
+                roles=roles,
+                thread=thread,
+                agent=agent,
+                environment=environment,
+                user_request=user_request,
+                reasoning=reasoning,
+                time=time,
+                **attrs,
+            )
+        )
 
     def make_context(
         self,
@@ -233,14 +247,26 @@ class Gate:
         else:
             who = None
         return merged_context(
-            base if base is not None else current_context(), who, thread=thread, agent=agent,
-            environment=environment, time=time, user_request=user_request,
-            reasoning=reasoning, attrs=attrs,
+            base if base is not None else current_context(),
+            who,
+            thread=thread,
+            agent=agent,
+            environment=environment,
+            time=time,
+            user_request=user_request,
+            reasoning=reasoning,
+            attrs=attrs,
         )
 
     # ------------------------------------------------------------------ checks (hot path)
-    def check(self, call: ToolCall, ctx: CallContext | None = None, *,
-              risk: Risk | None = None, audit: bool = True) -> Verdict:
+    def check(
+        self,
+        call: ToolCall,
+        ctx: CallContext | None = None,
+        *,
+        risk: Risk | None = None,
+        audit: bool = True,
+    ) -> Verdict:
         """Schema → validators → policy, cheapest first; never raises (fails closed).
 
         Allowed and denied verdicts are audited through the batched writer when ``audit``.
@@ -256,23 +282,30 @@ class Gate:
             self._audit_verdict(call, ctx, verdict)
         return verdict
 
-    def _check(self, call: ToolCall, ctx: CallContext, info: ToolInfo | None,
-               risk: Risk | None) -> Verdict:
+    def _check(
+        self, call: ToolCall, ctx: CallContext, info: ToolInfo | None, risk: Risk | None
+    ) -> Verdict:
         requested: Verdict | None = None
         if info is not None:
             if info.schema is not None:
                 errors = info.schema.errors(call.args)
                 if errors:
-                    return Verdict.deny("schema", "arguments do not match the tool's schema: "
-                                        + "; ".join(errors), policy_hash=self.policy.short_hash,
-                                        errors=tuple(errors))
+                    return Verdict.deny(
+                        "schema",
+                        "arguments do not match the tool's schema: " + "; ".join(errors),
+                        policy_hash=self.policy.short_hash,
+                        errors=tuple(errors),
+                    )
             for validate in info.validators:
                 try:
                     v = validate(call, ctx)
                 except Exception as exc:
                     return self.policy.on_error(
-                        call, ctx, f"validator {getattr(validate, '__name__', '?')} "
-                        f"raised {type(exc).__name__}: {exc}")
+                        call,
+                        ctx,
+                        f"validator {getattr(validate, '__name__', '?')} "
+                        f"raised {type(exc).__name__}: {exc}",
+                    )
                 if v is None or v.allowed:
                     continue
                 if v.denied:
@@ -289,12 +322,19 @@ class Gate:
         if verdict.reason:
             data["reason"] = verdict.reason
         try:
-            self.store.audit_nowait(AuditEvent(
-                event="allowed" if verdict.allowed else "denied",
-                thread=ctx.thread, tool=call.name, tool_call_id=call.id,
-                principal=ctx.principal.id, agent=ctx.agent, rule=verdict.rule,
-                policy_hash=verdict.policy_hash, data=data,
-            ))
+            self.store.audit_nowait(
+                AuditEvent(
+                    event="allowed" if verdict.allowed else "denied",
+                    thread=ctx.thread,
+                    tool=call.name,
+                    tool_call_id=call.id,
+                    principal=ctx.principal.id,
+                    agent=ctx.agent,
+                    rule=verdict.rule,
+                    policy_hash=verdict.policy_hash,
+                    data=data,
+                )
+            )
         except Exception:
             log.exception("audit queue failed")
             raise
@@ -342,22 +382,29 @@ class Gate:
         return await asyncio.wrap_future(fut)
 
     async def _seed_rates(self) -> None:
-        windows = self.policy.rate_windows()
-        if not windows:
-            return
-        longest = max(window for _tool, _by, window in windows)
-        since = utcnow() - timedelta(seconds=longest)
+        """Replay recent executions from the audit so a restart does not reset rate limits."""
         from signoff.store import AuditQuery
 
-        for tool in {tool for tool, _by, _w in windows}:
+        names = set(self.tools) | {
+            k for k in self.policy.tool_keys if "*" not in k and "?" not in k and "[" not in k
+        }
+        for tool in sorted(names):
+            windows = self.policy.rate_windows(tool)
+            if not windows:
+                continue
+            since = utcnow() - timedelta(seconds=max(window for _by, window in windows))
             after = 0
             while True:
-                rows = await self.store.read_audit(AuditQuery(after_seq=after, tool=tool,
-                                                              since=since, limit=1000))
+                rows = await self.store.read_audit(
+                    AuditQuery(after_seq=after, tool=tool, since=since, limit=1000)
+                )
                 for row in rows:
                     if row.event in ("allowed", "executed"):
-                        ctx = CallContext(principal=Principal(row.principal or ""),
-                                          thread=row.thread or "", agent=row.agent)
+                        ctx = CallContext(
+                            principal=Principal(row.principal or ""),
+                            thread=row.thread or "",
+                            agent=row.agent,
+                        )
                         self.rates.record(tool, ctx, row.at)
                 if len(rows) < 1000:
                     break
@@ -385,10 +432,8 @@ class Gate:
     async def _close_on_portal(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
-            try:
+            with suppress(asyncio.CancelledError):
                 await self._sweeper
-            except asyncio.CancelledError:
-                pass
         await self.store.close()
 
     def __enter__(self) -> Gate:
@@ -435,10 +480,8 @@ class Gate:
             if nxt is not None:
                 delay = max(0.0, min(delay, (nxt - utcnow()).total_seconds()))
             self._sweep_wake.clear()
-            try:
+            with suppress(TimeoutError):
                 await asyncio.wait_for(self._sweep_wake.wait(), timeout=delay)
-            except TimeoutError:
-                pass
 
     def _poke_sweeper(self) -> None:
         wake = self._sweep_wake
@@ -446,8 +489,9 @@ class Gate:
             self._portal.loop.call_soon_threadsafe(wake.set)
 
     # ------------------------------------------------------------------ submit
-    async def asubmit(self, calls: Sequence[ToolCall], ctx: CallContext | None = None, *,
-                      risk: Risk | None = None) -> Submission:
+    async def asubmit(
+        self, calls: Sequence[ToolCall], ctx: CallContext | None = None, *, risk: Risk | None = None
+    ) -> Submission:
         """Check one agent step's calls; store one request for those that need review.
 
         Allowed and denied calls are decided at once (and audited); the request, if any,
@@ -458,14 +502,21 @@ class Gate:
         verdicts = [self.check(c, ctx, risk=risk) for c in calls]
         return await self.asubmit_checked(list(calls), verdicts, ctx)
 
-    def submit(self, calls: Sequence[ToolCall], ctx: CallContext | None = None, *,
-               risk: Risk | None = None) -> Submission:
+    def submit(
+        self, calls: Sequence[ToolCall], ctx: CallContext | None = None, *, risk: Risk | None = None
+    ) -> Submission:
         ctx = ctx if ctx is not None else current_context()
         verdicts = [self.check(c, ctx, risk=risk) for c in calls]
         return self._portal.run(self.asubmit_checked(list(calls), verdicts, ctx))
 
-    async def asubmit_checked(self, calls: list[ToolCall], verdicts: list[Verdict],
-                              ctx: CallContext, *, inquiry: Inquiry | None = None) -> Submission:
+    async def asubmit_checked(
+        self,
+        calls: list[ToolCall],
+        verdicts: list[Verdict],
+        ctx: CallContext,
+        *,
+        inquiry: Inquiry | None = None,
+    ) -> Submission:
         """Like :meth:`asubmit` for calls whose verdicts were already computed."""
         sub = Submission(calls, verdicts)
         review = [(c, v) for c, v in zip(calls, verdicts, strict=True) if v.needs_approval]
@@ -474,10 +525,20 @@ class Gate:
         await self.astart()
         request = self._build_request(review, ctx, inquiry)
         created_event = AuditEvent(
-            event="created", at=request.created_at, request_id=request.id, thread=request.thread,
-            principal=ctx.principal.id, agent=ctx.agent, policy_hash=request.policy_hash,
-            data={"calls": [{"tool_call_id": a.tool_call_id, "tool": a.name, "rule": a.rule}
-                            for a in request.action_requests], "kind": request.kind},
+            event="created",
+            at=request.created_at,
+            request_id=request.id,
+            thread=request.thread,
+            principal=ctx.principal.id,
+            agent=ctx.agent,
+            policy_hash=request.policy_hash,
+            data={
+                "calls": [
+                    {"tool_call_id": a.tool_call_id, "tool": a.name, "rule": a.rule}
+                    for a in request.action_requests
+                ],
+                "kind": request.kind,
+            },
         )
         stored, created = await self.store.create_request(request, [created_event])
         sub.request, sub.created = stored, created
@@ -485,9 +546,16 @@ class Gate:
             return sub
         self._poke_sweeper()
         if not self.interactive:
-            tr = await self._update(stored.id, lambda r: system_resolve(
-                r, "rejected", actor="non-interactive", now=utcnow(),
-                message="no human is available to approve (non-interactive mode)"))
+            tr = await self._update(
+                stored.id,
+                lambda r: system_resolve(
+                    r,
+                    "rejected",
+                    actor="non-interactive",
+                    now=utcnow(),
+                    message="no human is available to approve (non-interactive mode)",
+                ),
+            )
             sub.request = tr.request
             return sub
         sub.request = await self._apply_thread_grants(stored) or stored
@@ -495,8 +563,9 @@ class Gate:
             await self._notify(sub.request)
         return sub
 
-    def _build_request(self, review: list[tuple[ToolCall, Verdict]], ctx: CallContext,
-                       inquiry: Inquiry | None) -> ApprovalRequest:
+    def _build_request(
+        self, review: list[tuple[ToolCall, Verdict]], ctx: CallContext, inquiry: Inquiry | None
+    ) -> ApprovalRequest:
         now = utcnow()
         specs: list[ReviewSpec] = [v.review or ReviewSpec() for _c, v in review]
         timeout = min(s.timeout_s for s in specs)
@@ -508,25 +577,50 @@ class Gate:
         actions, configs, states = [], [], []
         for (call, verdict), spec in zip(review, specs, strict=True):
             info = self.tools.get(call.name)
-            actions.append(ActionRequest(
-                name=call.name, args=dict(call.args), tool_call_id=call.id, rule=verdict.rule,
-                reason=verdict.reason, risk=verdict.risk,
-                description=verdict.description or spec.description,
-            ))
-            configs.append(ReviewConfig.of(call.id, call.name, spec,
-                                           info.schema.json_schema if info and info.schema
-                                           else None))
-            states.append(CallState(tool_call_id=call.id, quorum=spec.approvers.quorum,
-                                    action=Action(name=call.name, args=dict(call.args))))
+            actions.append(
+                ActionRequest(
+                    name=call.name,
+                    args=dict(call.args),
+                    tool_call_id=call.id,
+                    rule=verdict.rule,
+                    reason=verdict.reason,
+                    risk=verdict.risk,
+                    description=verdict.description or spec.description,
+                )
+            )
+            configs.append(
+                ReviewConfig.of(
+                    call.id,
+                    call.name,
+                    spec,
+                    info.schema.json_schema if info and info.schema else None,
+                )
+            )
+            states.append(
+                CallState(
+                    tool_call_id=call.id,
+                    quorum=spec.approvers.quorum,
+                    action=Action(name=call.name, args=dict(call.args)),
+                )
+            )
         return ApprovalRequest(
-            id=new_id("req"), kind="inquiry" if inquiry else "tool_call", thread=ctx.thread,
+            id=new_id("req"),
+            kind="inquiry" if inquiry else "tool_call",
+            thread=ctx.thread,
             agent=ctx.agent,
             principal=PrincipalInfo(id=ctx.principal.id, roles=sorted(ctx.principal.roles)),
-            environment=ctx.environment, user_request=ctx.user_request,
-            reasoning=ctx.reasoning, attrs=_jsonable(ctx.attrs),
-            action_requests=actions, review_configs=configs, calls=states,
-            created_at=now, expires_at=now + timedelta(seconds=timeout),
-            escalate_at=escalate_at, policy_hash=review[0][1].policy_hash, inquiry=inquiry,
+            environment=ctx.environment,
+            user_request=ctx.user_request,
+            reasoning=ctx.reasoning,
+            attrs=_jsonable(ctx.attrs),
+            action_requests=actions,
+            review_configs=configs,
+            calls=states,
+            created_at=now,
+            expires_at=now + timedelta(seconds=timeout),
+            escalate_at=escalate_at,
+            policy_hash=review[0][1].policy_hash,
+            inquiry=inquiry,
         )
 
     async def _apply_thread_grants(self, req: ApprovalRequest) -> ApprovalRequest | None:
@@ -544,13 +638,19 @@ class Gate:
                 if cfg.forbid_self_approval and grant.approver == req.principal.id:
                     continue
                 record = DecisionRecord(
-                    tool_call_id=call.tool_call_id, type="approve", approver=grant.approver,
-                    channel="thread_grant", at=utcnow(),
+                    tool_call_id=call.tool_call_id,
+                    type="approve",
+                    approver=grant.approver,
+                    channel="thread_grant",
+                    at=utcnow(),
                     message=f"approved for the whole thread in request {grant.request_id}",
                 )
 
-                def mutate(r: ApprovalRequest, record: DecisionRecord = record,
-                           roles: frozenset[str] = roles) -> Transition:
+                def mutate(
+                    r: ApprovalRequest,
+                    record: DecisionRecord = record,
+                    roles: frozenset[str] = roles,
+                ) -> Transition:
                     tr = apply_decisions(r, [record], approver_roles=roles, now=utcnow())
                     for ev in tr.events:
                         if ev.event == "decided":
@@ -568,13 +668,28 @@ class Gate:
                 await channel.notify(req, self)
             except Exception as exc:
                 log.warning("channel %s failed to notify: %s", channel.name, exc)
-                await self.store.append_audit([AuditEvent(
-                    event="notification_failed", request_id=req.id, thread=req.thread,
-                    actor=channel.name, data={"error": str(exc)})])
+                await self.store.append_audit(
+                    [
+                        AuditEvent(
+                            event="notification_failed",
+                            request_id=req.id,
+                            thread=req.thread,
+                            actor=channel.name,
+                            data={"error": str(exc)},
+                        )
+                    ]
+                )
             else:
-                await self.store.append_audit([AuditEvent(
-                    event="notified", request_id=req.id, thread=req.thread,
-                    actor=channel.name)])
+                await self.store.append_audit(
+                    [
+                        AuditEvent(
+                            event="notified",
+                            request_id=req.id,
+                            thread=req.thread,
+                            actor=channel.name,
+                        )
+                    ]
+                )
 
     # ------------------------------------------------------------------ wait
     async def await_request(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
@@ -639,30 +754,52 @@ class Gate:
         if not who:
             raise DecisionError("say who decides (approver)", field="approver")
         self._check_known_person(who)
-        roles = frozenset(approver_roles) if approver_roles is not None \
-            else self.policy.roles_of(who)
+        roles = (
+            frozenset(approver_roles) if approver_roles is not None else self.policy.roles_of(who)
+        )
         req = await self._get(request_id)
         records = self.validate_decisions(req, decisions, approver=who, channel=channel)
-        tr = await self._update(request_id, lambda r: apply_decisions(
-            r, records, approver_roles=roles, now=utcnow()))
+        tr = await self._update(
+            request_id, lambda r: apply_decisions(r, records, approver_roles=roles, now=utcnow())
+        )
         await self._after_change(tr)
         return tr.request
 
-    def decide(self, request_id: str, decisions: Sequence[Decision | Mapping[str, Any]], *,
-               approver: str | None = None, channel: str = "api",
-               approver_roles: Iterable[str] | None = None) -> ApprovalRequest:
-        return self._portal.run(self.adecide(request_id, decisions, approver=approver,
-                                             channel=channel, approver_roles=approver_roles))
+    def decide(
+        self,
+        request_id: str,
+        decisions: Sequence[Decision | Mapping[str, Any]],
+        *,
+        approver: str | None = None,
+        channel: str = "api",
+        approver_roles: Iterable[str] | None = None,
+    ) -> ApprovalRequest:
+        return self._portal.run(
+            self.adecide(
+                request_id,
+                decisions,
+                approver=approver,
+                channel=channel,
+                approver_roles=approver_roles,
+            )
+        )
 
     def _check_known_person(self, who: str) -> None:
         if self.policy.people and who not in self.policy.people:
             raise NotAuthorized(
                 f"{who!r} is not in the people: directory of this policy; "
-                f"known: {', '.join(sorted(self.policy.people))}", field="approver")
+                f"known: {', '.join(sorted(self.policy.people))}",
+                field="approver",
+            )
 
-    def validate_decisions(self, req: ApprovalRequest,
-                           decisions: Sequence[Decision | Mapping[str, Any]], *,
-                           approver: str, channel: str) -> list[DecisionRecord]:
+    def validate_decisions(
+        self,
+        req: ApprovalRequest,
+        decisions: Sequence[Decision | Mapping[str, Any]],
+        *,
+        approver: str,
+        channel: str,
+    ) -> list[DecisionRecord]:
         """Parse and check decisions against the request without storing anything."""
         parsed = _parse_decisions(decisions)
         targets = _assign_call_ids(req, parsed)
@@ -671,33 +808,50 @@ class Gate:
         for i, (d, call_id) in enumerate(zip(parsed, targets, strict=True)):
             where = f"decisions[{i}]"
             if call_id not in {c.tool_call_id for c in req.calls}:
-                raise DecisionError(f"no call {call_id!r} in request {req.id}; calls: "
-                                    + ", ".join(c.tool_call_id for c in req.calls),
-                                    field=f"{where}.tool_call_id")
+                raise DecisionError(
+                    f"no call {call_id!r} in request {req.id}; calls: "
+                    + ", ".join(c.tool_call_id for c in req.calls),
+                    field=f"{where}.tool_call_id",
+                )
             cfg = req.config(call_id)
             if d.type not in cfg.allowed_decisions:
                 raise DecisionError(
                     f"decision type {d.type!r} is not allowed for {cfg.action_name}; "
-                    f"allowed: {', '.join(cfg.allowed_decisions)}", field=f"{where}.type")
+                    f"allowed: {', '.join(cfg.allowed_decisions)}",
+                    field=f"{where}.type",
+                )
             if d.type == "edit":
                 self._check_edit(req, call_id, d, where)
             elif d.edited_action is not None:
-                raise DecisionError("edited_action is only valid with type 'edit'",
-                                    field=f"{where}.edited_action")
+                raise DecisionError(
+                    "edited_action is only valid with type 'edit'", field=f"{where}.edited_action"
+                )
             if d.type == "respond" and not (d.message or "").strip():
-                raise DecisionError("a respond decision needs the answer in `message`",
-                                    field=f"{where}.message")
+                raise DecisionError(
+                    "a respond decision needs the answer in `message`", field=f"{where}.message"
+                )
             if d.scope == "thread" and d.type != "approve":
-                raise DecisionError("scope 'thread' is only valid on an approve decision",
-                                    field=f"{where}.scope")
+                raise DecisionError(
+                    "scope 'thread' is only valid on an approve decision", field=f"{where}.scope"
+                )
             if d.scope == "thread" and not cfg.allow_thread_approval:
-                raise DecisionError(f"the policy forbids approving {cfg.action_name} for the "
-                                    "whole thread (allow_thread_approval: false)",
-                                    field=f"{where}.scope")
-            records.append(DecisionRecord(
-                tool_call_id=call_id, type=d.type, edited_action=d.edited_action,
-                message=d.message, scope=d.scope, approver=approver, channel=channel, at=now,
-            ))
+                raise DecisionError(
+                    f"the policy forbids approving {cfg.action_name} for the "
+                    "whole thread (allow_thread_approval: false)",
+                    field=f"{where}.scope",
+                )
+            records.append(
+                DecisionRecord(
+                    tool_call_id=call_id,
+                    type=d.type,
+                    edited_action=d.edited_action,
+                    message=d.message,
+                    scope=d.scope,
+                    approver=approver,
+                    channel=channel,
+                    at=now,
+                )
+            )
         return records
 
     def _check_edit(self, req: ApprovalRequest, call_id: str, d: Decision, where: str) -> None:
@@ -705,61 +859,84 @@ class Gate:
         cfg = req.config(call_id)
         edited = d.edited_action
         if edited is None:
-            raise DecisionError("an edit needs edited_action {name, args}",
-                                field=f"{where}.edited_action")
+            raise DecisionError(
+                "an edit needs edited_action {name, args}", field=f"{where}.edited_action"
+            )
         if edited.name != original.name:
-            raise DecisionError(f"an edit cannot switch tools ({original.name} → {edited.name})",
-                                field=f"{where}.edited_action.name")
+            raise DecisionError(
+                f"an edit cannot switch tools ({original.name} → {edited.name})",
+                field=f"{where}.edited_action.name",
+            )
         for key in sorted(set(original.args) | set(edited.args)):
-            if original.args.get(key, _MISSING) != edited.args.get(key, _MISSING) \
-                    and not cfg.may_edit(key):
+            if original.args.get(key, _MISSING) != edited.args.get(
+                key, _MISSING
+            ) and not cfg.may_edit(key):
                 raise DecisionError(
                     f"argument {key!r} of {original.name} may not be edited; editable: "
                     + (", ".join(cfg.editable_args) or "none"),
-                    field=f"{where}.edited_action.args.{key}")
+                    field=f"{where}.edited_action.args.{key}",
+                )
         info = self.tools.get(original.name)
-        schema = info.schema if info and info.schema else (
-            schema_for(cfg.args_schema) if cfg.args_schema else None)
+        schema = (
+            info.schema
+            if info and info.schema
+            else (schema_for(cfg.args_schema) if cfg.args_schema else None)
+        )
         if schema is not None:
             errors = schema.errors(edited.args)
             if errors:
-                raise DecisionError("edited arguments do not match the tool's schema: "
-                                    + "; ".join(errors), field=f"{where}.edited_action.args")
+                raise DecisionError(
+                    "edited arguments do not match the tool's schema: " + "; ".join(errors),
+                    field=f"{where}.edited_action.args",
+                )
         ctx = request_context(req, self.policy)
         verdict = self.check(ToolCall(original.name, edited.args, id=call_id), ctx, audit=False)
         if verdict.denied:
             raise DecisionError(
                 f"the edited call is denied by rule {verdict.rule}: {verdict.reason}; "
-                "edit it differently or reject it", field=f"{where}.edited_action.args")
+                "edit it differently or reject it",
+                field=f"{where}.edited_action.args",
+            )
 
     # ------------------------------------------------------------------ cancel
-    async def acancel(self, request_id: str, *, actor: str = "system",
-                      reason: str | None = None) -> ApprovalRequest:
+    async def acancel(
+        self, request_id: str, *, actor: str = "system", reason: str | None = None
+    ) -> ApprovalRequest:
         await self.astart()
-        tr = await self._update(request_id, lambda r: cancel(r, actor=actor, reason=reason,
-                                                             now=utcnow()))
+        tr = await self._update(
+            request_id, lambda r: cancel(r, actor=actor, reason=reason, now=utcnow())
+        )
         await self._after_change(tr)
         return tr.request
 
-    def cancel(self, request_id: str, *, actor: str = "system",
-               reason: str | None = None) -> ApprovalRequest:
+    def cancel(
+        self, request_id: str, *, actor: str = "system", reason: str | None = None
+    ) -> ApprovalRequest:
         return self._portal.run(self.acancel(request_id, actor=actor, reason=reason))
 
     # ------------------------------------------------------------------ execution ledger
     async def aclaim(self, request_id: str, call_id: str, *, actor: str | None = None) -> None:
         """Mark an approved call ``executing``; raises AlreadyExecuted on a second claim."""
-        await self._update(request_id, lambda r: mark_execution(r, call_id, "executing",
-                                                                now=utcnow(), actor=actor))
+        await self._update(
+            request_id, lambda r: mark_execution(r, call_id, "executing", now=utcnow(), actor=actor)
+        )
 
-    async def afinish(self, request_id: str, call_id: str, *, error: str | None = None,
-                      actor: str | None = None) -> None:
+    async def afinish(
+        self, request_id: str, call_id: str, *, error: str | None = None, actor: str | None = None
+    ) -> None:
         step: Literal["executed", "failed"] = "failed" if error is not None else "executed"
-        await self._update(request_id, lambda r: mark_execution(r, call_id, step, now=utcnow(),
-                                                                error=error, actor=actor))
+        await self._update(
+            request_id,
+            lambda r: mark_execution(r, call_id, step, now=utcnow(), error=error, actor=actor),
+        )
 
-    async def arun_approved(self, req: ApprovalRequest, call_id: str,
-                            run: Callable[[dict[str, Any]], Awaitable[Any]],
-                            ctx: CallContext | None = None) -> Any:
+    async def arun_approved(
+        self,
+        req: ApprovalRequest,
+        call_id: str,
+        run: Callable[[dict[str, Any]], Awaitable[Any]],
+        ctx: CallContext | None = None,
+    ) -> Any:
         """Run an approved/edited call exactly once with its final arguments."""
         call = req.call(call_id)
         await self.aclaim(req.id, call_id)
@@ -769,15 +946,24 @@ class Gate:
             await self.afinish(req.id, call_id, error=f"{type(exc).__name__}: {exc}")
             raise
         await self.afinish(req.id, call_id)
-        self.record_execution(ToolCall(call.action.name, call.action.args, id=call_id),
-                              ctx or request_context(req, self.policy))
+        self.record_execution(
+            ToolCall(call.action.name, call.action.args, id=call_id),
+            ctx or request_context(req, self.policy),
+        )
         return result
 
     # ------------------------------------------------------------------ inquiries
-    async def aask(self, question: str, *, choices: Sequence[str] | None = None,
-                   default_answer: str | None = None, timeout: float = 3600.0,
-                   approvers: ReviewSpec | None = None, ctx: CallContext | None = None,
-                   wait: bool = True) -> str | ApprovalRequest:
+    async def aask(
+        self,
+        question: str,
+        *,
+        choices: Sequence[str] | None = None,
+        default_answer: str | None = None,
+        timeout: float = 3600.0,
+        approvers: ReviewSpec | None = None,
+        ctx: CallContext | None = None,
+        wait: bool = True,
+    ) -> str | ApprovalRequest:
         """Ask a human a question; returns the answer (a ``respond`` decision).
 
         Raises :class:`Rejected` when declined, :class:`Expired` at the deadline. With
@@ -786,17 +972,33 @@ class Gate:
         from signoff.gate.guard import raise_for
 
         ctx = ctx if ctx is not None else current_context()
-        spec = approvers or ReviewSpec(allowed_decisions=("respond", "reject"),
-                                       forbid_self_approval=False, timeout_s=timeout,
-                                       description=question)
-        call = ToolCall("ask_human", {"question": question, "choices": list(choices or []),
-                                      "default_answer": default_answer})
-        verdict = Verdict.require_approval("inquiry", spec, policy_hash=self.policy.short_hash,
-                                           description=question)
+        spec = approvers or ReviewSpec(
+            allowed_decisions=("respond", "reject"),
+            forbid_self_approval=False,
+            timeout_s=timeout,
+            description=question,
+        )
+        call = ToolCall(
+            "ask_human",
+            {
+                "question": question,
+                "choices": list(choices or []),
+                "default_answer": default_answer,
+            },
+        )
+        verdict = Verdict.require_approval(
+            "inquiry", spec, policy_hash=self.policy.short_hash, description=question
+        )
         sub = await self.asubmit_checked(
-            [call], [verdict], ctx,
-            inquiry=Inquiry(question=question, choices=list(choices) if choices else None,
-                            default_answer=default_answer))
+            [call],
+            [verdict],
+            ctx,
+            inquiry=Inquiry(
+                question=question,
+                choices=list(choices) if choices else None,
+                default_answer=default_answer,
+            ),
+        )
         assert sub.request is not None
         if not wait:
             return sub.request
@@ -811,16 +1013,24 @@ class Gate:
         return self._portal.run(self.aask(question, **kwargs))
 
     # ------------------------------------------------------------------ listing
-    async def alist(self, *, status: str | None = None, thread: str | None = None,
-                    kind: str | None = None, limit: int = 100,
-                    offset: int = 0) -> list[ApprovalRequest]:
+    async def alist(
+        self,
+        *,
+        status: str | None = None,
+        thread: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[ApprovalRequest]:
         await self.astart()
-        return await self.store.list_requests(status=status, thread=thread, kind=kind,
-                                              limit=limit, offset=offset)
+        return await self.store.list_requests(
+            status=status, thread=thread, kind=kind, limit=limit, offset=offset
+        )
 
     # ------------------------------------------------------------------ internals
-    async def _update(self, request_id: str,
-                      mutate: Callable[[ApprovalRequest], Transition]) -> Transition:
+    async def _update(
+        self, request_id: str, mutate: Callable[[ApprovalRequest], Transition]
+    ) -> Transition:
         try:
             return await self.store.update_request(request_id, mutate)
         except SignoffError:
@@ -864,8 +1074,9 @@ def _parse_decisions(decisions: Sequence[Decision | Mapping[str, Any]]) -> list[
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
-            raise DecisionError(err["msg"], field=f"decisions[{i}]" + (f".{loc}" if loc else "")
-                                ) from None
+            raise DecisionError(
+                err["msg"], field=f"decisions[{i}]" + (f".{loc}" if loc else "")
+            ) from None
     if not parsed:
         raise DecisionError("no decisions given", field="decisions")
     return parsed
@@ -878,24 +1089,33 @@ def _assign_call_ids(req: ApprovalRequest, decisions: list[Decision]) -> list[st
     if all(k is not None for k in keyed):
         return [k for k in keyed if k is not None]
     if any(k is not None for k in keyed):
-        raise DecisionError("mix of keyed and positional decisions; give tool_call_id on all "
-                            "or none", field="decisions")
+        raise DecisionError(
+            "mix of keyed and positional decisions; give tool_call_id on all or none",
+            field="decisions",
+        )
     all_ids = [c.tool_call_id for c in req.calls]
     pending = req.pending_call_ids
     if len(decisions) == len(all_ids):
         return all_ids
     if len(decisions) == len(pending):
         return pending
-    raise DecisionError(f"number of decisions ({len(decisions)}) does not match the number of "
-                        f"calls awaiting a decision ({len(pending)})", field="decisions")
+    raise DecisionError(
+        f"number of decisions ({len(decisions)}) does not match the number of "
+        f"calls awaiting a decision ({len(pending)})",
+        field="decisions",
+    )
 
 
 def request_context(req: ApprovalRequest, policy: Policy) -> CallContext:
     """Rebuild the call context a request was made in (for re-checking edited calls)."""
     return CallContext(
         principal=policy.principal(req.principal.id, req.principal.roles),
-        thread=req.thread, agent=req.agent, environment=req.environment,
-        user_request=req.user_request, reasoning=req.reasoning, attrs=req.attrs,
+        thread=req.thread,
+        agent=req.agent,
+        environment=req.environment,
+        user_request=req.user_request,
+        reasoning=req.reasoning,
+        attrs=req.attrs,
     )
 
 
@@ -906,5 +1126,12 @@ def resolve_config_path(path: str | os.PathLike[str] | None) -> Path:
     return Path(env) if env else Path("signoff.yaml")
 
 
-__all__ = ["Gate", "Submission", "ToolInfo", "Validator", "messages", "request_context",
-           "resolve_config_path"]
+__all__ = [
+    "Gate",
+    "Submission",
+    "ToolInfo",
+    "Validator",
+    "messages",
+    "request_context",
+    "resolve_config_path",
+]

@@ -57,21 +57,30 @@ def _denied(call: ToolCall, verdict: Verdict) -> Denied:
     return exc
 
 
-def guard(gate: Gate, fn: Any = None, *, name: str | None = None, risk: Risk | None = None,
-          on_reject: OnReject = "raise", schema: Any = None) -> Any:
+def guard(
+    gate: Gate,
+    fn: Any = None,
+    *,
+    name: str | None = None,
+    risk: Risk | None = None,
+    on_reject: OnReject = "raise",
+    schema: Any = None,
+) -> Any:
     """Gate ``fn``: decorate with ``@gate.guard`` or ``@gate.guard(name=..., risk=...)``.
 
     ``on_reject="return"`` returns the model-facing text instead of raising when the call is
     denied, rejected, answered, expired or cancelled (what an agent framework wants).
     """
     if fn is None:
-        return lambda f: guard(gate, f, name=name, risk=risk, on_reject=on_reject,
-                               schema=schema)
+        return lambda f: guard(gate, f, name=name, risk=risk, on_reject=on_reject, schema=schema)
     tool = name or fn.__name__
     gate.tool(tool, schema=schema if schema is not None else fn, risk=risk)
     sig = inspect.signature(fn)
-    positional = [p.name for p in sig.parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    positional = [
+        p.name
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
 
     def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if not args:
@@ -140,15 +149,17 @@ def guard(gate: Gate, fn: Any = None, *, name: str | None = None, risk: Risk | N
     return wrapper
 
 
-async def _submit_and_wait(gate: Gate, call: ToolCall, verdict: Verdict,
-                           ctx: CallContext) -> ApprovalRequest:
+async def _submit_and_wait(
+    gate: Gate, call: ToolCall, verdict: Verdict, ctx: CallContext
+) -> ApprovalRequest:
     sub = await gate.asubmit_checked([call], [verdict], ctx)
     assert sub.request is not None
     return await gate.await_request(sub.request.id)
 
 
-def _run_sync(gate: Gate, req: ApprovalRequest, call: ToolCall, fn: Callable[..., Any],
-              ctx: CallContext) -> Any:
+def _run_sync(
+    gate: Gate, req: ApprovalRequest, call: ToolCall, fn: Callable[..., Any], ctx: CallContext
+) -> Any:
     """Exactly once: claim on the ledger, run in the caller's thread, record the outcome."""
     final = dict(req.call(call.id).action.args)
     gate._portal.run(gate.aclaim(req.id, call.id))

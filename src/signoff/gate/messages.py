@@ -11,42 +11,57 @@ from signoff.model import ApprovalRequest, CallState, Verdict
 def rejected(tool: str, call_id: str, message: str | None) -> str:
     if message:
         return f"User rejected the tool call for `{tool}` with reason: {message}"
-    return (f"User rejected the tool call for `{tool}` with id {call_id}. The tool was not "
-            "executed. Do not retry this tool call unless the user explicitly requests it.")
+    return (
+        f"User rejected the tool call for `{tool}` with id {call_id}. The tool was not "
+        "executed. Do not retry this tool call unless the user explicitly requests it."
+    )
 
 
 def denied(tool: str, verdict: Verdict) -> str:
     text = f"The tool call `{tool}` was denied by policy rule `{verdict.rule}`"
-    text += f": {verdict.reason}" if verdict.reason else "."
+    reason = (verdict.reason or "").rstrip()
+    text += f": {reason}" if reason else ""
+    text += "" if text.endswith((".", "!", "?")) else "."
     if verdict.errors:
-        return (f"The arguments for `{tool}` are invalid: " + "; ".join(verdict.errors)
-                + ". Fix the arguments and call the tool again.")
+        return (
+            f"The arguments for `{tool}` are invalid: "
+            + "; ".join(verdict.errors)
+            + ". Fix the arguments and call the tool again."
+        )
     return text + " The tool was not executed. Do not retry it unchanged."
 
 
 def expired(tool: str, call_id: str) -> str:
-    return (f"No human decision arrived in time for the tool call `{tool}` (id {call_id}). "
-            "The tool was not executed. Do not retry it automatically; continue without it "
-            "or ask the user.")
+    return (
+        f"No human decision arrived in time for the tool call `{tool}` (id {call_id}). "
+        "The tool was not executed. Do not retry it automatically; continue without it "
+        "or ask the user."
+    )
 
 
 def cancelled(tool: str, call_id: str, reason: str | None) -> str:
     extra = f" ({reason})" if reason else ""
-    return (f"The approval request for `{tool}` (id {call_id}) was cancelled{extra}. "
-            "The tool was not executed.")
+    return (
+        f"The approval request for `{tool}` (id {call_id}) was cancelled{extra}. "
+        "The tool was not executed."
+    )
 
 
 def no_human(tool: str) -> str:
-    return (f"`{tool}` needs human approval, but no human is available (non-interactive "
-            "mode). The tool was not executed. Continue without it or stop and report.")
+    return (
+        f"`{tool}` needs human approval, but no human is available (non-interactive "
+        "mode). The tool was not executed. Continue without it or stop and report."
+    )
 
 
 def edit_notice(tool: str, args: dict[str, object], result: str) -> str:
-    return ("Note: a human reviewer replaced this tool call before it ran. The call recorded "
-            "in your message is the one you produced, not the one that executed. This was "
-            "intentional and authorized. Do not re-issue your original call. Executed "
-            f"instead: {tool} with arguments {json.dumps(args, default=str)}.\n\n"
-            f"Tool response:\n{result}")
+    return (
+        "Note: a human reviewer replaced this tool call before it ran. The call recorded "
+        "in your message is the one you produced, not the one that executed. This was "
+        "intentional and authorized. Do not re-issue your original call. Executed "
+        f"instead: {tool} with arguments {json.dumps(args, default=str)}.\n\n"
+        f"Tool response:\n{result}"
+    )
 
 
 def outcome_text(req: ApprovalRequest, call: CallState) -> str:

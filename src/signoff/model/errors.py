@@ -92,8 +92,15 @@ class StoreError(SignoffError):
 class ToolCallStopped(SignoffError):
     """Base of the outcomes that stop a gated tool from running."""
 
-    def __init__(self, message: str, *, call_id: str | None = None, tool: str | None = None,
-                 request_id: str | None = None, **extra: Any) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        call_id: str | None = None,
+        tool: str | None = None,
+        request_id: str | None = None,
+        **extra: Any,
+    ) -> None:
         self.message = message
         self.call_id = call_id
         self.tool = tool

@@ -48,12 +48,17 @@ class ApproversInfo(_Model):
 
     @classmethod
     def of(cls, approvers: Approvers) -> ApproversInfo:
-        return cls(roles=list(approvers.roles), users=list(approvers.users),
-                   quorum=approvers.quorum, any=approvers.any)
+        return cls(
+            roles=list(approvers.roles),
+            users=list(approvers.users),
+            quorum=approvers.quorum,
+            any=approvers.any,
+        )
 
     def to_approvers(self) -> Approvers:
-        return Approvers(roles=tuple(self.roles), users=tuple(self.users),
-                         quorum=self.quorum, any=self.any)
+        return Approvers(
+            roles=tuple(self.roles), users=tuple(self.users), quorum=self.quorum, any=self.any
+        )
 
 
 class ActionRequest(_Model):
@@ -86,14 +91,20 @@ class ReviewConfig(_Model):
     notify: list[str] = Field(default_factory=list)
 
     @classmethod
-    def of(cls, tool_call_id: str, name: str, spec: ReviewSpec,
-           args_schema: dict[str, Any] | None = None) -> ReviewConfig:
+    def of(
+        cls,
+        tool_call_id: str,
+        name: str,
+        spec: ReviewSpec,
+        args_schema: dict[str, Any] | None = None,
+    ) -> ReviewConfig:
         return cls(
             action_name=name,
             allowed_decisions=list(spec.allowed_decisions),
             args_schema=args_schema,
             tool_call_id=tool_call_id,
-            editable_args=spec.editable_args if spec.editable_args == "*"
+            editable_args=spec.editable_args
+            if spec.editable_args == "*"
             else list(spec.editable_args),
             approvers=ApproversInfo.of(spec.approvers),
             forbid_self_approval=spec.forbid_self_approval,

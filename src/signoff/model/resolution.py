@@ -38,7 +38,10 @@ class ThreadGrant:
 
 @dataclass(slots=True)
 class Transition:
-    """The new state of a request plus what to audit; ``changed`` is False for idempotent repeats."""
+    """The new state of a request plus what to audit.
+
+    ``changed`` is False for idempotent repeats (nothing is written).
+    """
 
     request: ApprovalRequest
     events: list[AuditEvent] = field(default_factory=list)
@@ -81,7 +84,10 @@ def _already(req: ApprovalRequest, call: CallState | None = None) -> AlreadyDeci
     who = f" by {by}" if by else ""
     return AlreadyDecided(
         f"{what} was already {outcome}{who} at {when}; nothing was changed",
-        request_id=req.id, by=by, at=at, outcome=outcome,
+        request_id=req.id,
+        by=by,
+        at=at,
+        outcome=outcome,
     )
 
 
@@ -90,8 +96,9 @@ def _last_actor(req: ApprovalRequest) -> str | None:
     return resolved[-1].resolved_by if resolved else None
 
 
-def may_decide(cfg: ReviewConfig, req: ApprovalRequest, person: str,
-               roles: Iterable[str]) -> str | None:
+def may_decide(
+    cfg: ReviewConfig, req: ApprovalRequest, person: str, roles: Iterable[str]
+) -> str | None:
     """None if ``person`` may decide this call, else the reason they may not."""
     roles = frozenset(roles)
     allowed = cfg.approvers.to_approvers().admits(person, roles)
@@ -110,7 +117,9 @@ def _describe_group(cfg: ReviewConfig) -> str:
     if cfg.approvers.users:
         parts.append("one of " + ", ".join(cfg.approvers.users))
     if cfg.escalate_to is not None:
-        parts.append("(after escalation) " + ", ".join(cfg.escalate_to.roles + cfg.escalate_to.users))
+        parts.append(
+            "(after escalation) " + ", ".join(cfg.escalate_to.roles + cfg.escalate_to.users)
+        )
     return " or ".join(parts) or "a listed approver"
 
 
@@ -141,7 +150,7 @@ def apply_decisions(
     roles = frozenset(approver_roles)
     if not decisions:
         raise DecisionError("no decisions given", field="decisions")
-    if all(any(d.same_as(old) for old in req.decisions) for d in decisions):
+    if all(_is_repeat(req, d) for d in decisions):
         return Transition(req, changed=False)
     if not req.pending:
         raise _already(req)
@@ -149,7 +158,9 @@ def apply_decisions(
         raise AlreadyDecided(
             f"request {req.id} passed its deadline at "
             f"{req.expires_at.isoformat(timespec='seconds')}; no decision can be taken",
-            request_id=req.id, outcome="expired", at=req.expires_at,
+            request_id=req.id,
+            outcome="expired",
+            at=req.expires_at,
         )
     new = req.copy_for_update()
     tr = Transition(new)
@@ -158,14 +169,17 @@ def apply_decisions(
         try:
             idx = new.index_of(d.tool_call_id)
         except KeyError:
-            raise DecisionError(f"no call {d.tool_call_id!r} in request {req.id}",
-                                field=f"decisions[{i}].tool_call_id") from None
+            raise DecisionError(
+                f"no call {d.tool_call_id!r} in request {req.id}",
+                field=f"decisions[{i}].tool_call_id",
+            ) from None
         if d.tool_call_id in seen:
-            raise DecisionError(f"two decisions for call {d.tool_call_id}",
-                                field=f"decisions[{i}].tool_call_id")
+            raise DecisionError(
+                f"two decisions for call {d.tool_call_id}", field=f"decisions[{i}].tool_call_id"
+            )
         seen.add(d.tool_call_id)
         cfg, call = new.review_configs[idx], new.calls[idx]
-        if any(d.same_as(old) for old in req.decisions):
+        if _is_repeat(req, d):
             continue
         if call.resolution is not None:
             raise _already(req, req.calls[idx])
@@ -183,14 +197,31 @@ def apply_decisions(
     if all(c.resolution is not None for c in new.calls):
         new.status = "resolved"
         new.resolved_at = now
-        tr.events.append(_event(new, "resolved", at=now, outcomes={
-            c.tool_call_id: c.resolution for c in new.calls}))
+        tr.events.append(
+            _event(
+                new, "resolved", at=now, outcomes={c.tool_call_id: c.resolution for c in new.calls}
+            )
+        )
     new.version += 1
     return tr
 
 
-def _apply_one(new: ApprovalRequest, tr: Transition, idx: int, d: DecisionRecord,
-               now: datetime) -> None:
+def _is_repeat(req: ApprovalRequest, d: DecisionRecord) -> bool:
+    """True when ``d`` repeats a decision of the current round on its call (an edit starts a
+    new round: approving the edited call again is a new decision, not a repeat)."""
+    for old in reversed(req.decisions):
+        if old.tool_call_id != d.tool_call_id:
+            continue
+        if d.same_as(old):
+            return True
+        if old.type == "edit":
+            return False
+    return False
+
+
+def _apply_one(
+    new: ApprovalRequest, tr: Transition, idx: int, d: DecisionRecord, now: datetime
+) -> None:
     call, cfg = new.calls[idx], new.review_configs[idx]
     new.decisions.append(d)
     data: dict[str, object] = {"type": d.type, "channel": d.channel, "scope": d.scope}
@@ -241,26 +272,54 @@ def due_transition(req: ApprovalRequest, now: datetime) -> Transition | None:
             (c.timeout_s for c in new.review_configs if c.on_timeout == "escalate"), default=0.0
         )
         new.expires_at = deadline_after(new.expires_at, extension)
-        tr.events.append(_event(new, "escalated", at=now, actor="system",
-                                expires_at=new.expires_at.isoformat()))
+        tr.events.append(
+            _event(new, "escalated", at=now, actor="system", expires_at=new.expires_at.isoformat())
+        )
         new.version += 1
         return tr
-    if new.escalate_at is not None and not new.escalated:
+    late_extension = max(
+        (c.timeout_s for c in new.review_configs if c.on_timeout == "escalate"), default=0.0
+    )
+    if new.escalate_at is not None and not new.escalated and late_extension > 0:
         # Nobody swept before the deadline (e.g. the process was down): escalate now and give
-        # the new group the full extension, as promised.
-        return due_transition(_escalated_late(new, now), now) or tr
+        # the new group the full extension from now, as promised. Without an extension the
+        # deadline holds and the request expires below.
+        _escalated_late(new, now)
+        new.escalated = True
+        tr.events.append(
+            _event(
+                new,
+                "escalated",
+                at=now,
+                actor="system",
+                late=True,
+                expires_at=new.expires_at.isoformat(),
+            )
+        )
+        new.version += 1
+        return tr
     for call, cfg in zip(new.calls, new.review_configs, strict=True):
         if call.resolution is not None:
             continue
         call.resolved_by = "timeout"
         call.resolved_at = now
         call.resolution = "approved" if cfg.on_timeout == "allow" else "expired"
-        call.message = ("no decision before the deadline; on_timeout: allow"
-                        if cfg.on_timeout == "allow" else "no decision before the deadline")
+        call.message = (
+            "no decision before the deadline; on_timeout: allow"
+            if cfg.on_timeout == "allow"
+            else "no decision before the deadline"
+        )
     new.status = "expired"
     new.resolved_at = now
-    tr.events.append(_event(new, "expired", at=now, actor="system", outcomes={
-        c.tool_call_id: c.resolution for c in new.calls}))
+    tr.events.append(
+        _event(
+            new,
+            "expired",
+            at=now,
+            actor="system",
+            outcomes={c.tool_call_id: c.resolution for c in new.calls},
+        )
+    )
     new.version += 1
     return tr
 
@@ -297,8 +356,15 @@ def cancel(req: ApprovalRequest, *, actor: str, reason: str | None, now: datetim
 ExecutionStep = Literal["executing", "executed", "failed"]
 
 
-def mark_execution(req: ApprovalRequest, tool_call_id: str, step: Execution, *, now: datetime,
-                   error: str | None = None, actor: str | None = None) -> Transition:
+def mark_execution(
+    req: ApprovalRequest,
+    tool_call_id: str,
+    step: Execution,
+    *,
+    now: datetime,
+    error: str | None = None,
+    actor: str | None = None,
+) -> Transition:
     """Advance the exactly-once ledger of one call: ``executing`` → ``executed | failed``.
 
     Claiming ``executing`` succeeds once; a second claim raises :class:`AlreadyExecuted`.
@@ -308,20 +374,32 @@ def mark_execution(req: ApprovalRequest, tool_call_id: str, step: Execution, *, 
     name = call.action.name
     if step == "executing":
         if not call.runnable:
-            raise AlreadyExecuted(f"call {tool_call_id} is {call.resolution or 'undecided'}; "
-                                  "it may not run", call_id=tool_call_id, tool=name,
-                                  request_id=req.id)
+            raise AlreadyExecuted(
+                f"call {tool_call_id} is {call.resolution or 'undecided'}; it may not run",
+                call_id=tool_call_id,
+                tool=name,
+                request_id=req.id,
+            )
         if call.execution is not None:
             raise AlreadyExecuted(
                 f"call {tool_call_id} ({name}) is already {call.execution}"
-                + (" — it was interrupted and needs a human to reconcile it"
-                   if call.execution == "executing" else "")
+                + (
+                    " — it was interrupted and needs a human to reconcile it"
+                    if call.execution == "executing"
+                    else ""
+                )
                 + "; exactly-once execution forbids running it again",
-                call_id=tool_call_id, tool=name, request_id=req.id)
+                call_id=tool_call_id,
+                tool=name,
+                request_id=req.id,
+            )
     elif call.execution != "executing":
-        raise AlreadyExecuted(f"call {tool_call_id} was not executing (it is "
-                              f"{call.execution or 'not started'})", call_id=tool_call_id,
-                              tool=name, request_id=req.id)
+        raise AlreadyExecuted(
+            f"call {tool_call_id} was not executing (it is {call.execution or 'not started'})",
+            call_id=tool_call_id,
+            tool=name,
+            request_id=req.id,
+        )
     call.execution = step
     call.execution_at = now
     call.execution_error = error
@@ -333,8 +411,14 @@ def mark_execution(req: ApprovalRequest, tool_call_id: str, step: Execution, *, 
     return tr
 
 
-def system_resolve(req: ApprovalRequest, resolution: Literal["approved", "rejected"], *,
-                   actor: str, message: str | None, now: datetime) -> Transition:
+def system_resolve(
+    req: ApprovalRequest,
+    resolution: Literal["approved", "rejected"],
+    *,
+    actor: str,
+    message: str | None,
+    now: datetime,
+) -> Transition:
     """Resolve every undecided call without a human: ``non-interactive`` mode rejects at once,
     ``yolo`` mode approves at once. Audited as ``decided`` with the system actor."""
     if not req.pending:
@@ -348,12 +432,28 @@ def system_resolve(req: ApprovalRequest, resolution: Literal["approved", "reject
         call.resolved_by = actor
         call.resolved_at = now
         call.message = message
-        tr.events.append(_event(new, "decided", call.tool_call_id, at=now, actor=actor,
-                                type="approve" if resolution == "approved" else "reject",
-                                channel=actor, message=message))
+        tr.events.append(
+            _event(
+                new,
+                "decided",
+                call.tool_call_id,
+                at=now,
+                actor=actor,
+                type="approve" if resolution == "approved" else "reject",
+                channel=actor,
+                message=message,
+            )
+        )
     new.status = "resolved"
     new.resolved_at = now
-    tr.events.append(_event(new, "resolved", at=now, actor=actor, outcomes={
-        c.tool_call_id: c.resolution for c in new.calls}))
+    tr.events.append(
+        _event(
+            new,
+            "resolved",
+            at=now,
+            actor=actor,
+            outcomes={c.tool_call_id: c.resolution for c in new.calls},
+        )
+    )
     new.version += 1
     return tr

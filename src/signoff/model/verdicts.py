@@ -117,14 +117,33 @@ class Verdict:
         return Verdict("allow", rule, policy_hash=policy_hash, risk=risk)
 
     @staticmethod
-    def deny(rule: str, reason: str, *, policy_hash: str = "", risk: Risk | None = None,
-             errors: tuple[str, ...] = ()) -> Verdict:
-        return Verdict("deny", rule, reason=reason, policy_hash=policy_hash, risk=risk,
-                       errors=errors)
+    def deny(
+        rule: str,
+        reason: str,
+        *,
+        policy_hash: str = "",
+        risk: Risk | None = None,
+        errors: tuple[str, ...] = (),
+    ) -> Verdict:
+        return Verdict(
+            "deny", rule, reason=reason, policy_hash=policy_hash, risk=risk, errors=errors
+        )
 
     @staticmethod
-    def require_approval(rule: str, review: ReviewSpec, *, reason: str | None = None,
-                         policy_hash: str = "", description: str | None = None) -> Verdict:
-        return Verdict("require_approval", rule, reason=reason, review=review,
-                       policy_hash=policy_hash, risk=review.risk,
-                       description=description if description is not None else review.description)
+    def require_approval(
+        rule: str,
+        review: ReviewSpec,
+        *,
+        reason: str | None = None,
+        policy_hash: str = "",
+        description: str | None = None,
+    ) -> Verdict:
+        return Verdict(
+            "require_approval",
+            rule,
+            reason=reason,
+            review=review,
+            policy_hash=policy_hash,
+            risk=review.risk,
+            description=description if description is not None else review.description,
+        )
