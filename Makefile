@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test test-fast lint bench clean
+.PHONY: venv system demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+system:
+	@scripts/setup-system.sh
+
 demo: $(STAMP)
 	@$(VENV)/bin/signoff demo
 
@@ -22,7 +25,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy
 
-test: lint
+test: lint system
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)

@@ -492,5 +492,26 @@ def init(
     out.print(f"wrote {path} — check it with `signoff policy check --config {path}`")
 
 
+# Commands that live with their feature (server, MCP, …): each module has
+# `register(app: typer.Typer) -> None` and imports its optional dependencies lazily.
+COMMAND_MODULES = (
+    "signoff.cli.server_commands",
+    "signoff.cli.mcp_commands",
+    "signoff.cli.langchain_commands",
+)
+
+
+def _register_feature_commands() -> None:
+    import importlib
+    import importlib.util
+
+    for name in COMMAND_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name).register(app)
+
+
+_register_feature_commands()
+
+
 def main() -> None:
     app()

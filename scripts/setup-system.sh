@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# System packages the test suite drives for real: Chromium (web inbox tests) and PostgreSQL
+# (store tests). Idempotent; installs only what is missing. Needs root and apt (Debian), as
+# on CI; elsewhere it says what to install and leaves the decision to you.
+set -euo pipefail
+
+need=()
+[ -x /usr/bin/chromium ] || need+=(chromium)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+  echo "setup-system: please install: ${need[*]} (needs root + apt)" >&2
+  exit 0
+fi
+echo "setup-system: installing ${need[*]} from Debian packages…" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
