@@ -82,14 +82,23 @@ def guard(
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
 
+    # Defaults are part of the call: approvers and rules see what will actually run.
+    defaults = {
+        p.name: p.default
+        for p in sig.parameters.values()
+        if p.default is not p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    }
+
     def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if not args:
-            return kwargs
+            return {**defaults, **kwargs} if defaults else dict(kwargs)
         if len(args) <= len(positional):
-            bound = dict(zip(positional, args, strict=False))
+            bound = {**defaults, **dict(zip(positional, args, strict=False))}
             bound.update(kwargs)
             return bound
-        return dict(sig.bind(*args, **kwargs).arguments)
+        ba = sig.bind(*args, **kwargs)
+        ba.apply_defaults()
+        return dict(ba.arguments)
 
     def stopped(exc: Exception) -> Any:
         if on_reject == "return":

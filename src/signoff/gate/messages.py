@@ -22,7 +22,7 @@ def denied(tool: str, verdict: Verdict) -> str:
     reason = (verdict.reason or "").rstrip()
     text += f": {reason}" if reason else ""
     text += "" if text.endswith((".", "!", "?")) else "."
-    if verdict.errors:
+    if verdict.rule == "schema" and verdict.errors:
         return (
             f"The arguments for `{tool}` are invalid: "
             + "; ".join(verdict.errors)
