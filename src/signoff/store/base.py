@@ -45,7 +45,8 @@ expired, escalated, cancelled, executing, executed, failed). Must be cheap and n
 
 @dataclass(frozen=True, slots=True)
 class AuditQuery:
-    """Filters for reading the audit log; all optional."""
+    """Filters for reading the audit log; all optional. Rows come in ``seq`` order, after
+    ``after_seq`` (for paging); ``since`` is inclusive, ``until`` exclusive."""
 
     after_seq: int = 0
     limit: int = 1000
@@ -150,8 +151,15 @@ class Store(Protocol):
         """Walk the hash chain from the first row; report the first broken row."""
         ...
 
-    async def count_events(self, event: str, *, tool: str, since: datetime,
-                           by: str | None = None, value: str | None = None) -> int:
+    async def count_events(
+        self,
+        event: str,
+        *,
+        tool: str,
+        since: datetime,
+        by: str | None = None,
+        value: str | None = None,
+    ) -> int:
         """How many audit events of this kind for ``tool`` since ``since``, optionally
         only those whose ``by`` (``principal``, ``agent`` or ``thread``) equals ``value``.
         Used to seed rate limits after a restart."""

@@ -1,0 +1,85 @@
+"""Where approval requests and the audit log live. ``open_store(url)`` picks the backend.
+
+* ``sqlite:///signoff.db`` — a file relative to the current directory (the default);
+  ``sqlite:////var/lib/signoff/signoff.db`` — an absolute path. Query options:
+  ``synchronous=full|normal|extra``, ``busy_timeout_ms=5000``, ``wake_interval_s=0.05``.
+* ``memory://`` — in this process only (tests, demos).
+* ``postgresql://…`` — with the ``signoff[postgres]`` extra (not yet available).
+
+The returned store is not open yet: ``await store.open()`` (or ``async with store:``), which
+creates or migrates the schema. Every backend implements :class:`Store`.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from signoff.model import StoreError
+from signoff.store.base import AuditQuery, ChangeListener, Mutation, Store
+from signoff.store.memory import MemoryStore
+from signoff.store.sqlite import SQLiteStore
+
+__all__ = [
+    "AuditQuery",
+    "ChangeListener",
+    "MemoryStore",
+    "Mutation",
+    "SQLiteStore",
+    "Store",
+    "open_store",
+]
+
+_SQLITE_OPTIONS = {"synchronous", "busy_timeout_ms", "wake_interval_s"}
+
+
+def open_store(url: str) -> Store:
+    """The store for ``url`` (not yet opened). Raises :class:`StoreError` for a bad URL."""
+    scheme, sep, _ = url.partition("://")
+    scheme = scheme.lower()
+    if not sep:
+        raise StoreError(
+            f"store URL {url!r} has no scheme; use sqlite:///path.db, memory:// or postgresql://"
+        )
+    if scheme == "memory":
+        return MemoryStore(url)
+    if scheme == "sqlite":
+        return _sqlite(url)
+    if scheme in ("postgresql", "postgres"):
+        raise StoreError(
+            "PostgreSQL support arrives with the signoff[postgres] extra; until then use "
+            "sqlite:///signoff.db (one machine) or memory:// (tests)"
+        )
+    raise StoreError(
+        f"unknown store URL scheme {scheme!r} in {url!r}; use sqlite:///path.db or memory://"
+    )
+
+
+def _sqlite(url: str) -> SQLiteStore:
+    parts = urlsplit(url)
+    if parts.netloc:
+        raise StoreError(
+            f"store URL {url!r} names a host; write sqlite:///relative.db or "
+            "sqlite:////absolute/path.db (three or four slashes)"
+        )
+    path = unquote(parts.path[1:])  # "/x.db" -> "x.db" (relative), "//abs.db" -> "/abs.db"
+    if not path or path == ":memory:":
+        raise StoreError(
+            f"store URL {url!r} needs a file path (an in-memory SQLite database cannot be "
+            "shared by the store's threads; use memory:// instead)"
+        )
+    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    unknown = sorted(set(options) - _SQLITE_OPTIONS)
+    if unknown:
+        raise StoreError(
+            f"unknown sqlite option {', '.join(unknown)} in {url!r}; "
+            f"known: {', '.join(sorted(_SQLITE_OPTIONS))}"
+        )
+    try:
+        return SQLiteStore(
+            path,
+            synchronous=options.get("synchronous", "FULL"),
+            busy_timeout_ms=int(options.get("busy_timeout_ms", 5000)),
+            wake_interval_s=float(options.get("wake_interval_s", 0.05)),
+        )
+    except ValueError as exc:
+        raise StoreError(f"bad sqlite option in {url!r}: {exc}") from None

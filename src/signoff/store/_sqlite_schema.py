@@ -1,0 +1,161 @@
+"""SQLite connections, schema and migrations for :class:`~signoff.store.sqlite.SQLiteStore`.
+
+The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[i]`` takes a database from
+version ``i`` to ``i + 1``. ``migrate`` applies the missing ones in one ``BEGIN IMMEDIATE``
+transaction, so two processes opening a fresh file at once cannot both create it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from signoff.model import StoreError
+
+SYNCHRONOUS = {"NORMAL": 1, "FULL": 2, "EXTRA": 3}
+
+_V1 = (
+    """CREATE TABLE requests (
+        id         TEXT PRIMARY KEY,
+        kind       TEXT NOT NULL,
+        thread     TEXT NOT NULL,
+        status     TEXT NOT NULL
+                   CHECK (status IN ('pending', 'resolved', 'expired', 'cancelled')),
+        created_at REAL NOT NULL,   -- unix seconds
+        due_at     REAL NOT NULL,   -- unix seconds: escalation or deadline, for the sweeper
+        version    INTEGER NOT NULL,
+        doc        TEXT NOT NULL    -- ApprovalRequest JSON, the truth; columns are for indexes
+    )""",
+    "CREATE INDEX requests_due ON requests (due_at) WHERE status = 'pending'",
+    "CREATE INDEX requests_thread ON requests (thread)",
+    "CREATE INDEX requests_status_created ON requests (status, created_at)",
+    """CREATE TABLE call_keys (
+        thread       TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        request_id   TEXT NOT NULL REFERENCES requests (id),
+        fingerprint  TEXT NOT NULL,  -- sha256 of canonical {name, args}
+        PRIMARY KEY (thread, tool_call_id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE thread_grants (
+        thread       TEXT NOT NULL,
+        request_id   TEXT NOT NULL REFERENCES requests (id),
+        tool_call_id TEXT NOT NULL,
+        approver     TEXT NOT NULL,
+        at           TEXT NOT NULL,
+        PRIMARY KEY (thread, request_id, tool_call_id, approver)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE audit (
+        seq          INTEGER PRIMARY KEY,
+        event        TEXT NOT NULL,
+        at           TEXT NOT NULL,  -- ISO-8601 UTC, fixed width: text order is time order
+        request_id   TEXT,
+        thread       TEXT,
+        tool         TEXT,
+        tool_call_id TEXT,
+        actor        TEXT,
+        principal    TEXT,
+        agent        TEXT,
+        rule         TEXT,
+        policy_hash  TEXT,
+        data         TEXT NOT NULL,
+        prev_hash    TEXT NOT NULL,
+        hash         TEXT NOT NULL,
+        origin       TEXT            -- which store instance wrote it; outside the hash
+    )""",
+    "CREATE INDEX audit_request ON audit (request_id) WHERE request_id IS NOT NULL",
+    "CREATE INDEX audit_tool_event_at ON audit (tool, event, at)",
+    """CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+       BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END""",
+    """CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+       BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END""",
+)
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    for statement in _V1:
+        conn.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@contextmanager
+def sqlite_errors(path: str, doing: str) -> Iterator[None]:
+    """Turn sqlite3 errors into :class:`StoreError` with a message saying what to do."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise StoreError(f"SQLite store {path}: {doing} failed: {exc}{_hint(exc)}") from exc
+
+
+def _hint(exc: sqlite3.Error) -> str:
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return (
+            " — another process held the database's write lock longer than the busy timeout; "
+            "retry, or raise busy_timeout_ms"
+        )
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
+        return " — the file is damaged or is not a signoff database; restore it from a backup"
+    if "disk" in text or "i/o" in text or "full" in text or "readonly" in text:
+        return " — check that the disk is writable and not full"
+    return ""
+
+
+def connect(
+    path: str, *, busy_timeout_ms: int, synchronous: str | None, query_only: bool = False
+) -> sqlite3.Connection:
+    """A connection in autocommit mode (we issue BEGIN ourselves) with signoff's pragmas."""
+    conn = sqlite3.connect(
+        path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if synchronous is not None:
+            conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS[synchronous]}")
+        if query_only:
+            conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def prepare(conn: sqlite3.Connection, path: str, synchronous: str) -> int:
+    """Switch to WAL, migrate, and check the settings durability depends on.
+
+    Returns the schema version. A ``kill -9`` cannot tell FULL from OFF, so the settings are
+    asserted here instead of trusted (see research/durability-scale.md §3).
+    """
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise StoreError(
+            f"SQLite store {path}: could not switch to WAL (journal_mode is {mode}); "
+            "the file must be on a local filesystem that supports shared memory"
+        )
+    level = conn.execute("PRAGMA synchronous").fetchone()[0]
+    if level != SYNCHRONOUS[synchronous]:
+        raise StoreError(f"SQLite store {path}: synchronous is {level}, expected {synchronous}")
+    return migrate(conn, path)
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> int:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"SQLite store {path} has schema version {version}, newer than this signoff "
+                f"understands ({SCHEMA_VERSION}); upgrade signoff"
+            )
+        for step in MIGRATIONS[version:]:
+            step(conn)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return SCHEMA_VERSION

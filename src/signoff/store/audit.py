@@ -1,0 +1,231 @@
+"""The audit hash chain, shared by every backend, and the export formats.
+
+Each written row is sealed with ``hash = sha256(canonical_json(row without hash))`` where the
+row includes ``prev_hash``, the hash of the row before it (64 zeros for the first row). Editing,
+inserting or deleting a row therefore breaks either its own hash or the next row's link, and
+``signoff audit verify`` finds the first such row.
+
+Canonical JSON is ``json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=True)``,
+with timestamps as ISO-8601 UTC with microseconds and a ``Z`` (``2026-11-21T23:50:12.000123Z``).
+A JSONL export line is exactly the hashed object plus ``hash``, so anyone can re-verify an
+export without signoff: drop ``hash``, dump canonically, sha256, compare.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, is_dataclass
+from datetime import UTC, date, datetime
+from enum import Enum
+from typing import Any
+
+from signoff.model import AuditEvent, AuditRecord, AuditVerification
+
+GENESIS_HASH = "0" * 64
+FIELDS = (
+    "seq",
+    "event",
+    "at",
+    "request_id",
+    "thread",
+    "tool",
+    "tool_call_id",
+    "actor",
+    "principal",
+    "agent",
+    "rule",
+    "policy_hash",
+    "data",
+    "prev_hash",
+    "hash",
+)
+
+
+def iso_utc(moment: datetime) -> str:
+    """Fixed-width ISO-8601 UTC text; naive datetimes are taken to be UTC already."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def parse_iso(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return iso_utc(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump):
+        return model_dump(mode="json")
+    return str(value)
+
+
+# One encoder for every call: json.dumps with non-default options builds a new one each time.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_json_default
+)
+
+
+def canonical_json(value: Any) -> str:
+    return _CANONICAL.encode(value)
+
+
+def json_native(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` as it reads back from storage (datetimes as text, tuples as lists, ...).
+
+    Hashing the normalized form makes a row's hash the same when written and when re-read.
+    """
+    if not data:
+        return {}
+    native: dict[str, Any] = json.loads(canonical_json(data))
+    return native
+
+
+def row_hash(row: Mapping[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of a row's fields (everything but ``hash``)."""
+    body = {name: row[name] for name in FIELDS if name != "hash"}
+    return hashlib.sha256(canonical_json(body).encode("ascii")).hexdigest()
+
+
+def record_fields(record: AuditRecord) -> dict[str, Any]:
+    """The record as the JSON object that is hashed (plus its ``hash``)."""
+    return {
+        "seq": record.seq,
+        "event": record.event,
+        "at": iso_utc(record.at),
+        "request_id": record.request_id,
+        "thread": record.thread,
+        "tool": record.tool,
+        "tool_call_id": record.tool_call_id,
+        "actor": record.actor,
+        "principal": record.principal,
+        "agent": record.agent,
+        "rule": record.rule,
+        "policy_hash": record.policy_hash,
+        "data": record.data,
+        "prev_hash": record.prev_hash,
+        "hash": record.hash,
+    }
+
+
+def seal(event: AuditEvent, seq: int, prev_hash: str) -> AuditRecord:
+    """Give ``event`` its place in the chain: sequence number, link and hash."""
+    at = iso_utc(event.at)
+    body: dict[str, Any] = {
+        "seq": seq,
+        "event": event.event,
+        "at": at,
+        "request_id": event.request_id,
+        "thread": event.thread,
+        "tool": event.tool,
+        "tool_call_id": event.tool_call_id,
+        "actor": event.actor,
+        "principal": event.principal,
+        "agent": event.agent,
+        "rule": event.rule,
+        "policy_hash": event.policy_hash,
+        "data": json_native(event.data),
+        "prev_hash": prev_hash,
+    }
+    body["hash"] = hashlib.sha256(canonical_json(body).encode("ascii")).hexdigest()
+    body["at"] = parse_iso(at)  # microsecond UTC, exactly what storage returns
+    return AuditRecord(**body)
+
+
+def seal_all(events: Iterable[AuditEvent], last_seq: int, last_hash: str) -> list[AuditRecord]:
+    """Chain ``events`` after the row ``(last_seq, last_hash)`` (``(0, GENESIS_HASH)`` if none)."""
+    records = []
+    for event in events:
+        record = seal(event, last_seq + 1, last_hash)
+        records.append(record)
+        last_seq, last_hash = record.seq, record.hash
+    return records
+
+
+class ChainVerifier:
+    """Checks rows fed in ``seq`` order, in constant memory (a store may stream millions)."""
+
+    def __init__(self) -> None:
+        self.checked = 0
+        self._last_seq = 0
+        self._last_hash = GENESIS_HASH
+        self.broken_seq: int | None = None
+        self.problem: str | None = None
+
+    def feed(self, record: AuditRecord) -> bool:
+        """Check one row; False (and stop caring) once the chain is broken."""
+        if self.problem is not None:
+            return False
+        problem = self._problem(record)
+        if problem is not None:
+            self.broken_seq, self.problem = record.seq, problem
+            return False
+        self.checked += 1
+        self._last_seq, self._last_hash = record.seq, record.hash
+        return True
+
+    def _problem(self, record: AuditRecord) -> str | None:
+        expected = self._last_seq + 1
+        if record.seq != expected:
+            if self._last_seq == 0:
+                return f"gap in seq: the log starts at {record.seq} instead of 1 (rows are missing)"
+            return f"gap in seq: expected {expected} after {self._last_seq}, found {record.seq}"
+        if record.prev_hash != self._last_hash:
+            return (
+                f"broken link: prev_hash does not match the hash of row {self._last_seq} "
+                "(a row was removed, inserted or rewritten)"
+            )
+        if row_hash(record_fields(record)) != record.hash:
+            return "hash mismatch: the row's content was changed after it was written"
+        return None
+
+    def result(self) -> AuditVerification:
+        return AuditVerification(
+            ok=self.problem is None,
+            checked=self.checked,
+            broken_seq=self.broken_seq,
+            problem=self.problem,
+        )
+
+
+def verify_chain(records: Iterable[AuditRecord]) -> AuditVerification:
+    """Walk ``records`` (in seq order, from seq 1) and report the first broken row."""
+    verifier = ChainVerifier()
+    for record in records:
+        if not verifier.feed(record):
+            break
+    return verifier.result()
+
+
+def to_jsonl(records: Iterable[AuditRecord]) -> str:
+    """One canonical JSON object per line (re-verifiable without signoff, see module doc)."""
+    return "".join(canonical_json(record_fields(r)) + "\n" for r in records)
+
+
+def to_csv(records: Iterable[AuditRecord], *, header: bool = True) -> str:
+    """CSV with one column per field; ``data`` as canonical JSON, empty cells for None.
+
+    ``header=False`` lets an exporter append page after page to one file.
+    """
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    if header:
+        writer.writerow(FIELDS)
+    for record in records:
+        row = record_fields(record)
+        row["data"] = canonical_json(row["data"])
+        writer.writerow(["" if row[name] is None else row[name] for name in FIELDS])
+    return out.getvalue()

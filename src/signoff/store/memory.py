@@ -1,0 +1,265 @@
+"""``MemoryStore``: the whole Store protocol in one process's memory.
+
+For tests, demos and LangChain's ``interrupt_on`` shorthand, where nothing needs to outlive
+the process. It keeps every rule of the protocol (first valid decision wins, idempotent
+create, hash-chained audit, waiters woken after commit) so code tested against it behaves
+the same on SQLite or PostgreSQL. One ``threading.Lock`` plays the write transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from signoff.model import (
+    ApprovalRequest,
+    AuditEvent,
+    AuditRecord,
+    AuditVerification,
+    IdempotencyConflict,
+    NotFound,
+    StoreError,
+    ThreadGrant,
+    Transition,
+)
+from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
+from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
+from signoff.store.audit import GENESIS_HASH, iso_utc, seal_all, verify_chain
+from signoff.store.base import AuditQuery, ChangeListener, Mutation
+
+_COUNT_BY = ("principal", "agent", "thread")
+
+
+class MemoryStore:
+    """Approval requests and the audit log in memory; lost when the process ends."""
+
+    def __init__(self, url: str = "memory://") -> None:
+        self.url = url
+        self._lock = threading.Lock()
+        self._requests: dict[str, ApprovalRequest] = {}
+        self._calls: dict[tuple[str, str], StoredCall] = {}
+        self._grants: dict[str, list[ThreadGrant]] = {}
+        self._audit: list[AuditRecord] = []
+        self._queued: deque[AuditEvent] = deque()
+        self._waiters = Waiters()
+        self._listeners = Listeners()
+        self._closed = False
+
+    async def __aenter__(self) -> MemoryStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        self._closed = False
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        with self._lock:
+            self._flush_locked()
+            self._closed = True
+        self._waiters.fail_all(StoreError(f"store {self.url} was closed while waiting"))
+
+    # ---------------------------------------------------------------- requests
+    async def create_request(
+        self, request: ApprovalRequest, events: list[AuditEvent]
+    ) -> tuple[ApprovalRequest, bool]:
+        prints = fingerprints(request)
+        with self._lock:
+            self._check_open()
+            stored = {
+                call_id: self._calls[(request.thread, call_id)]
+                for call_id in prints
+                if (request.thread, call_id) in self._calls
+            }
+            existing = existing_request_id(request, prints, stored)
+            if existing is not None:
+                return self._requests[existing].model_copy(deep=True), False
+            if request.id in self._requests:
+                raise IdempotencyConflict(
+                    f"request id {request.id} is already used by other calls; use a new request id"
+                )
+            self._flush_locked()
+            self._requests[request.id] = request.model_copy(deep=True)
+            for call_id, fingerprint in prints.items():
+                self._calls[(request.thread, call_id)] = StoredCall(request.id, fingerprint)
+            self._append_locked(events)
+        self._listeners.notify(request, listener_event([e.event for e in events], request))
+        return request, True
+
+    async def get_request(self, request_id: str) -> ApprovalRequest | None:
+        with self._lock:
+            self._check_open()
+            request = self._requests.get(request_id)
+            return request.model_copy(deep=True) if request is not None else None
+
+    async def find_request_by_call(self, thread: str, tool_call_id: str) -> ApprovalRequest | None:
+        with self._lock:
+            self._check_open()
+            found = self._calls.get((thread, tool_call_id))
+            if found is None:
+                return None
+            return self._requests[found.request_id].model_copy(deep=True)
+
+    async def list_requests(
+        self,
+        *,
+        status: str | None = None,
+        thread: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[ApprovalRequest]:
+        with self._lock:
+            self._check_open()
+            chosen = [
+                r
+                for r in self._requests.values()
+                if (status is None or r.status == status)
+                and (thread is None or r.thread == thread)
+                and (kind is None or r.kind == kind)
+            ]
+            chosen.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+            return [r.model_copy(deep=True) for r in chosen[offset : offset + limit]]
+
+    async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
+        with self._lock:
+            self._check_open()
+            current = self._requests.get(request_id)
+            if current is None:
+                raise NotFound(f"no approval request {request_id}")
+            transition = mutate(current.model_copy(deep=True))
+            if not transition.changed:
+                return transition
+            new = transition.request
+            if new.id != request_id:
+                raise StoreError(f"a mutation turned request {request_id} into {new.id}")
+            if new.version <= current.version:
+                new.version = current.version + 1
+            self._flush_locked()
+            self._requests[request_id] = new.model_copy(deep=True)
+            for grant in transition.grants:
+                self._grants.setdefault(grant.thread, []).append(grant)
+            self._append_locked(transition.events)
+        if new.terminal:
+            self._waiters.wake(new)
+        self._listeners.notify(new, listener_event([e.event for e in transition.events], new))
+        return transition
+
+    async def due_requests(self, now: datetime, limit: int = 100) -> list[str]:
+        with self._lock:
+            due = sorted((r.due_at, r.id) for r in self._requests.values() if r.pending)
+        return [request_id for due_at, request_id in due if due_at <= now][:limit]
+
+    async def next_due_at(self) -> datetime | None:
+        with self._lock:
+            return min((r.due_at for r in self._requests.values() if r.pending), default=None)
+
+    async def thread_grants(self, thread: str) -> list[ThreadGrant]:
+        with self._lock:
+            return sorted(self._grants.get(thread, []), key=lambda g: g.at)
+
+    async def wait(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
+        return await wait_until_terminal(self._waiters, self.get_request, request_id, timeout)
+
+    def add_listener(self, listener: ChangeListener) -> Callable[[], None]:
+        return self._listeners.add(listener)
+
+    # ---------------------------------------------------------------- audit
+    def audit_nowait(self, event: AuditEvent) -> None:
+        if self._closed:
+            raise StoreError(f"store {self.url} is closed; the audit event was not recorded")
+        self._queued.append(event)  # chained on the next write, flush or read
+
+    async def append_audit(self, events: list[AuditEvent]) -> None:
+        with self._lock:
+            self._check_open()
+            self._flush_locked()
+            self._append_locked(events)
+
+    async def flush_audit(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    async def read_audit(self, query: AuditQuery = AuditQuery()) -> list[AuditRecord]:
+        with self._lock:
+            self._flush_locked()
+            rows = [r for r in self._audit if r.seq > query.after_seq and _matches(r, query)]
+        return rows[: query.limit]
+
+    async def verify_audit(self) -> AuditVerification:
+        with self._lock:
+            self._flush_locked()
+            rows = list(self._audit)
+        return verify_chain(rows)
+
+    async def count_events(
+        self,
+        event: str,
+        *,
+        tool: str,
+        since: datetime,
+        by: str | None = None,
+        value: str | None = None,
+    ) -> int:
+        if by is not None and by not in _COUNT_BY:
+            raise ValueError(f"count_events by must be one of {', '.join(_COUNT_BY)}, not {by!r}")
+        with self._lock:
+            self._flush_locked()
+            return sum(
+                1
+                for r in self._audit
+                if r.event == event
+                and r.tool == tool
+                and iso_utc(r.at) >= iso_utc(since)
+                and (by is None or getattr(r, by) == value)
+            )
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            by_status: dict[str, int] = {}
+            for r in self._requests.values():
+                by_status[r.status] = by_status.get(r.status, 0) + 1
+            return {
+                "backend": "memory",
+                "requests": by_status,
+                "audit_rows": len(self._audit),
+                "audit_queued": len(self._queued),
+                "waiters": len(self._waiters),
+            }
+
+    # ---------------------------------------------------------------- internals
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"store {self.url} is closed")
+
+    def _append_locked(self, events: list[AuditEvent]) -> None:
+        last_seq, last_hash = (
+            (self._audit[-1].seq, self._audit[-1].hash) if self._audit else (0, GENESIS_HASH)
+        )
+        self._audit.extend(seal_all(events, last_seq, last_hash))
+
+    def _flush_locked(self) -> None:
+        events = []
+        while self._queued:
+            events.append(self._queued.popleft())
+        if events:
+            self._append_locked(events)
+
+
+def _matches(record: AuditRecord, query: AuditQuery) -> bool:
+    return (
+        (query.request_id is None or record.request_id == query.request_id)
+        and (query.thread is None or record.thread == query.thread)
+        and (query.tool is None or record.tool == query.tool)
+        and (query.event is None or record.event == query.event)
+        and (query.actor is None or record.actor == query.actor)
+        and (query.since is None or iso_utc(record.at) >= iso_utc(query.since))
+        and (query.until is None or iso_utc(record.at) < iso_utc(query.until))
+    )
