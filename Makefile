@@ -20,9 +20,11 @@ system:
 demo: $(STAMP)
 	@$(VENV)/bin/signoff demo
 
+LINT_PATHS := $(wildcard src tests benchmarks examples)
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 
 test: lint system
