@@ -1,0 +1,278 @@
+"""``signoff mcp-proxy`` and ``signoff inquiry-server`` (the ``signoff[mcp]`` extra).
+
+``mcp`` is imported inside the commands, so the rest of the CLI works without the extra.
+"""
+
+from __future__ import annotations
+
+import getpass
+import importlib
+import inspect
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from signoff.cli.main import ConfigOpt, err, fail, load_policy
+
+if TYPE_CHECKING:
+    from signoff.gate import Gate
+
+PRINCIPAL_ENV = "SIGNOFF_PRINCIPAL"
+
+TransportOpt = Annotated[
+    str, typer.Option("--transport", help="stdio (for client configs) or http (streamable HTTP).")
+]
+HostOpt = Annotated[str, typer.Option("--host", help="HTTP: address to listen on.")]
+PortOpt = Annotated[int, typer.Option("--port", help="HTTP: port to listen on.")]
+PathOpt = Annotated[str, typer.Option("--path", help="HTTP: the MCP endpoint path.")]
+PrincipalOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--principal",
+        help=f"Who the agent acts for (default ${PRINCIPAL_ENV} or your user name).",
+        show_default=False,
+    ),
+]
+ThreadOpt = Annotated[
+    str | None, typer.Option("--thread", help="Thread id (default: one per connection).")
+]
+AgentOpt = Annotated[
+    str | None, typer.Option("--agent", help="Agent name in requests (default: client name).")
+]
+YoloOpt = Annotated[
+    bool,
+    typer.Option("--yolo", help="Approve every call that needs approval at once (audited)."),
+]
+NonInteractiveOpt = Annotated[
+    bool, typer.Option("--non-interactive", help="Nobody can answer: refuse at once.")
+]
+HeartbeatOpt = Annotated[
+    float, typer.Option("--heartbeat", help="Seconds between progress notes while waiting.")
+]
+ClientTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--client-timeout",
+        help="The MCP client's tool-call timeout in seconds, to check it against the "
+        "deadlines (default: $MCP_TOOL_TIMEOUT in ms, when set).",
+        show_default=False,
+    ),
+]
+NoElicitOpt = Annotated[
+    bool, typer.Option("--no-elicitation", help="Never ask inside the MCP client.")
+]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("mcp-proxy", no_args_is_help=True)(mcp_proxy)
+    app.command("inquiry-server")(inquiry_server)
+
+
+def mcp_proxy(
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="The upstream server's command, after `--`.", show_default=False),
+    ] = None,
+    upstream: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--upstream",
+            help="NAME='command args…' or NAME=https://…/mcp; repeat for several "
+            "(tools become NAME__tool).",
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOpt = None,
+    principal: PrincipalOpt = None,
+    thread: ThreadOpt = None,
+    agent: AgentOpt = None,
+    yolo: YoloOpt = False,
+    non_interactive: NonInteractiveOpt = False,
+    heartbeat: HeartbeatOpt = 5.0,
+    upstream_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--upstream-timeout",
+            help="Seconds an upstream call may take, counted from approval.",
+            show_default=False,
+        ),
+    ] = None,
+    client_timeout: ClientTimeoutOpt = None,
+    no_elicitation: NoElicitOpt = False,
+    transport: TransportOpt = "stdio",
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8765,
+    path: PathOpt = "/mcp",
+) -> None:
+    """Put human sign-off in front of MCP servers: `signoff mcp-proxy -c signoff.yaml -- CMD…`."""
+    from signoff.integrations.mcp import (
+        ProxyOptions,
+        UpstreamError,
+        build_proxy,
+        command_upstream,
+        parse_upstream,
+    )
+    from signoff.integrations.mcp.timeouts import client_wait_s
+
+    try:
+        if command and upstream:
+            raise UpstreamError(
+                "use either `-- <command…>` (one upstream) or --upstream NAME=… (one or more)"
+            )
+        specs = (
+            [command_upstream(command)] if command else [parse_upstream(u) for u in upstream or []]
+        )
+        if not specs:
+            raise UpstreamError(
+                "give the upstream server: `signoff mcp-proxy -- <command…>` or --upstream"
+            )
+    except UpstreamError as exc:
+        fail(str(exc), 2)
+    gate = _gate(config, yolo=yolo, non_interactive=non_interactive)
+    wait = client_wait_s(client_timeout)
+    _warn_tiers(gate, wait)
+    options = ProxyOptions(
+        principal=principal or _default_principal(),
+        thread=thread,
+        agent=agent,
+        heartbeat_s=heartbeat,
+        upstream_timeout_s=upstream_timeout,
+        in_client=not no_elicitation,
+        client_wait_s=wait,
+    )
+    _run(gate, build_proxy(gate, specs, options), transport, host, port, path)
+
+
+def inquiry_server(
+    config: ConfigOpt = None,
+    principal: PrincipalOpt = None,
+    thread: ThreadOpt = None,
+    agent: AgentOpt = None,
+    yolo: YoloOpt = False,
+    non_interactive: NonInteractiveOpt = False,
+    heartbeat: HeartbeatOpt = 5.0,
+    default_timeout: Annotated[
+        float, typer.Option("--default-timeout", help="Seconds to wait when the agent says not.")
+    ] = 300.0,
+    max_timeout: Annotated[
+        float, typer.Option("--max-timeout", help="Longest wait an agent may ask for.")
+    ] = 3600.0,
+    suggester: Annotated[
+        str | None,
+        typer.Option(
+            "--suggester",
+            help="module:function filling default_answer when the agent gives none.",
+            show_default=False,
+        ),
+    ] = None,
+    client_timeout: ClientTimeoutOpt = None,
+    no_elicitation: NoElicitOpt = False,
+    transport: TransportOpt = "stdio",
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8766,
+    path: PathOpt = "/mcp",
+) -> None:
+    """A human as an MCP tool: send_inquiry(question, choices?, default_answer?, timeout_s?)."""
+    from signoff.integrations.mcp import InquiryOptions, build_inquiry_server
+    from signoff.integrations.mcp.timeouts import client_wait_s, tier_warning
+
+    # Nobody answers questions unattended: --yolo and --non-interactive both say "unavailable".
+    gate = _gate(config, yolo=yolo, non_interactive=non_interactive)
+    wait = client_wait_s(client_timeout)
+    warning = tier_warning(wait, default_timeout)
+    if warning:
+        err.print(f"[yellow]warning:[/] {warning}")
+    options = InquiryOptions(
+        principal=principal or _default_principal(),
+        thread=thread,
+        agent=agent,
+        default_timeout_s=default_timeout,
+        max_timeout_s=max_timeout,
+        heartbeat_s=heartbeat,
+        in_client=not no_elicitation,
+        suggester=_load_suggester(suggester) if suggester else None,
+    )
+    _run(gate, build_inquiry_server(gate, options), transport, host, port, path)
+
+
+# ---------------------------------------------------------------------- helpers
+def _gate(config: Path | None, *, yolo: bool, non_interactive: bool) -> Gate:
+    from signoff.channels import LogChannel
+    from signoff.gate import Gate
+
+    if yolo and non_interactive:
+        fail("choose one of --yolo and --non-interactive", 2)
+    policy = load_policy(config)
+    if policy.sections.get("remote"):
+        fail("remote servers are not supported by the MCP commands yet; use a local store", 2)
+    logging.basicConfig(level=logging.INFO, format="signoff: %(message)s")
+    return Gate(
+        policy,
+        interactive=not non_interactive,
+        auto_approve=yolo,
+        channels=[LogChannel()],
+    )
+
+
+def _warn_tiers(gate: Gate, wait: float | None) -> None:
+    from signoff.integrations.mcp.timeouts import longest_deadline, tier_warning
+
+    warning = tier_warning(wait, longest_deadline(gate.policy))
+    if warning:
+        err.print(f"[yellow]warning:[/] {warning}")
+
+
+def _run(gate: Gate, server: Any, transport: str, host: str, port: int, path: str) -> None:
+    import anyio
+
+    from signoff.integrations.mcp import serve
+
+    if transport not in ("stdio", "http"):
+        fail("--transport is stdio or http", 2)
+    if transport == "http":
+        err.print(f"serving MCP on http://{host}:{port}{path}")
+    try:
+        anyio.run(partial(serve, server, transport, host=host, port=port, path=path))  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        pass
+    except Exception as exc:
+        fail(_root_cause(exc))
+    finally:
+        gate.close()
+
+
+def _root_cause(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return str(exc) or type(exc).__name__
+
+
+def _default_principal() -> str:
+    found = os.environ.get(PRINCIPAL_ENV)
+    if found:
+        return found
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "anonymous"
+
+
+def _load_suggester(spec: str) -> Callable[[str, Sequence[str] | None], Awaitable[str | None]]:
+    module_name, _, attr = spec.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module_name), attr or "suggest")
+    except (ImportError, AttributeError) as exc:
+        fail(f"cannot load the suggester {spec!r}: {exc}", 2)
+    if inspect.iscoroutinefunction(fn):
+        return fn  # type: ignore[no-any-return]
+
+    async def call(question: str, choices: Sequence[str] | None) -> str | None:
+        value = fn(question, choices)
+        return None if value is None else str(value)
+
+    return call

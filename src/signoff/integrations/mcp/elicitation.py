@@ -1,0 +1,153 @@
+"""Asking the agent's own user inside the MCP client (elicitation), in both protocol eras.
+
+* 2025-11-25 and earlier: the server pushes ``elicitation/create`` and awaits the answer —
+  run beside the out-of-band wait, so whichever human answers first wins and the other
+  prompt is withdrawn (cancelling the push makes the SDK send ``notifications/cancelled``).
+* 2026-07-28: the server returns an ``InputRequiredResult`` and the client retries with the
+  answer; see :mod:`signoff.integrations.mcp.sealed` for why that answer can be trusted.
+
+An in-client answer is the principal's own decision (the person the agent acts for), so it
+is offered only where the rule lets them decide alone: ``forbid_self_approval: false``, the
+principal among the approvers, no quorum. Otherwise the call waits for an independent
+approver out of band.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import mcp_types as types
+from mcp.server import ServerRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from signoff.gate import Gate
+from signoff.model import ApprovalRequest
+from signoff.model.resolution import may_decide
+
+log = logging.getLogger("signoff.mcp")
+
+APPROVAL_KEY = "signoff_approval"
+ANSWER_KEY = "signoff_answer"
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "enum": ["approve", "reject"],
+            "description": "approve runs the tool now; reject tells the agent it may not",
+        },
+        "reason": {"type": "string", "title": "Reason (optional, shown to the agent)"},
+    },
+    "required": ["decision"],
+}
+
+
+def answer_schema(choices: Sequence[str] | None, default: str | None) -> dict[str, Any]:
+    """A flat form with one ``answer`` field: a pick list when there are choices."""
+    field: dict[str, Any] = {"type": "string", "title": "Your answer"}
+    if choices:
+        field["enum"] = list(choices)
+    if default is not None and (not choices or default in choices):
+        field["default"] = default
+    return {"type": "object", "properties": {"answer": field}, "required": ["answer"]}
+
+
+def is_modern(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """True on 2026-07-28+ (no server-to-client requests: answers come by retry)."""
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The client's self-reported name (``claude-code``, ``cursor``…), when it gave one."""
+    info = (ctx.meta or {}).get(types.CLIENT_INFO_META_KEY)
+    if isinstance(info, dict) and isinstance(info.get("name"), str):
+        return str(info["name"])
+    params = ctx.session.client_params
+    return params.client_info.name if params is not None else None
+
+
+def can_elicit_form(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the client declared form elicitation (``{}`` means form only)."""
+    caps = ctx.session.client_capabilities
+    if caps is None or caps.elicitation is None:
+        return False
+    return caps.elicitation.form is not None or caps.elicitation.url is None
+
+
+def self_approvable(gate: Gate, req: ApprovalRequest, principal: str) -> bool:
+    """Whether ``principal`` alone may approve every undecided call of ``req``."""
+    if gate.policy.people and principal not in gate.policy.people:
+        return False
+    roles = gate.policy.roles_of(principal) or frozenset(req.principal.roles)
+    for call_id in req.pending_call_ids:
+        cfg = req.config(call_id)
+        if cfg.forbid_self_approval or "approve" not in cfg.allowed_decisions:
+            return False
+        if cfg.approvers.quorum > 1 or may_decide(cfg, req, principal, roles) is not None:
+            return False
+    return True
+
+
+async def push(
+    ctx: ServerRequestContext[Any, Any], message: str, schema: dict[str, Any]
+) -> types.ElicitResult | None:
+    """Push one form to the client (2025 era); None when it cannot be asked or fails."""
+    try:
+        return await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+    except Exception as exc:  # the client may refuse; the out-of-band wait goes on
+        log.info("in-client prompt failed: %s", exc)
+        return None
+
+
+def input_required(
+    key: str, message: str, schema: dict[str, Any], state: str
+) -> types.InputRequiredResult:
+    """The 2026 way to ask: the question plus the (to-be-sealed) state to echo back."""
+    request = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+    )
+    return types.InputRequiredResult(input_requests={key: request}, request_state=state)
+
+
+def answer_in(params: types.CallToolRequestParams, key: str) -> types.ElicitResult | None:
+    """The client's answer to our question ``key`` in a 2026 retry."""
+    found = (params.input_responses or {}).get(key)
+    if isinstance(found, types.ElicitResult):
+        return found
+    if isinstance(found, dict):
+        try:
+            return types.ElicitResult.model_validate(found)
+        except ValueError:
+            return None
+    return None
+
+
+def approval_decision(result: types.ElicitResult, call_id: str) -> dict[str, Any] | None:
+    """An approve/reject decision from the form; None when the prompt was just dismissed."""
+    content = result.content or {}
+    reason = content.get("reason")
+    message = reason.strip() if isinstance(reason, str) and reason.strip() else None
+    if result.action == "accept" and content.get("decision") == "approve":
+        return {"tool_call_id": call_id, "type": "approve", "message": message}
+    if result.action == "accept" or result.action == "decline":
+        return {
+            "tool_call_id": call_id,
+            "type": "reject",
+            "message": message or "rejected in the MCP client",
+        }
+    return None
+
+
+def answer_decision(result: types.ElicitResult, call_id: str) -> dict[str, Any] | None:
+    """A respond (answer) or reject (declined) decision; None when dismissed."""
+    content = result.content or {}
+    answer = content.get("answer")
+    if result.action == "accept" and isinstance(answer, str) and answer.strip():
+        return {"tool_call_id": call_id, "type": "respond", "message": answer.strip()}
+    if result.action in ("accept", "decline"):
+        return {"tool_call_id": call_id, "type": "reject", "message": "declined in the client"}
+    return None

@@ -1,0 +1,337 @@
+"""``signoff inquiry-server``: a human as an MCP tool.
+
+``send_inquiry`` turns the model's question into an inquiry request in the store (``kind:
+inquiry``), announces it at once in a progress notification whose ``_meta`` carries
+``{inquiryId, question, type: "INQUIRY"}`` (so a thin client can render it straight from the
+stream), asks in the client too where it can, and waits. Anyone may answer — web inbox, any
+channel, ``signoff respond``, or ``answer_inquiry`` on this server from another device; the
+first answer wins and the other prompts are withdrawn.
+
+The result is data, not an error: ``{status, answer, inquiry_id, waited_s}`` with a text that
+tells the model what to do when nobody answered (keep going; do not ask again). For long waits,
+``start_inquiry`` returns the id at once and ``get_answer`` collects the answer later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+
+from signoff import __version__
+from signoff.checks import schema_for
+from signoff.gate import Gate
+from signoff.integrations.mcp import elicitation, texts
+from signoff.integrations.mcp.inquiry_tools import TOOLS, InquiryResult, result_of, status_of
+from signoff.integrations.mcp.progress import ProgressChannel
+from signoff.integrations.mcp.safeguards import withdraw
+from signoff.integrations.mcp.sealed import SealedStates
+from signoff.integrations.mcp.waiting import hold
+from signoff.model import (
+    AlreadyDecided,
+    ApprovalRequest,
+    CallContext,
+    SignoffError,
+    new_id,
+)
+
+log = logging.getLogger("signoff.mcp")
+
+Suggester = Callable[[str, Sequence[str] | None], Awaitable[str | None]]
+"""Fills ``default_answer`` when the agent gave none (e.g. a second model's best guess);
+``None`` means no suggestion. Errors are logged and ignored."""
+
+ACTOR = "signoff-inquiry"
+
+
+@dataclass(slots=True)
+class InquiryOptions:
+    """How the inquiry server behaves; the CLI fills it from flags."""
+
+    principal: str = "anonymous"  # who the agent acts for; answers via answer_inquiry are theirs
+    thread: str | None = None
+    agent: str | None = None
+    default_timeout_s: float = 300.0
+    max_timeout_s: float = 3600.0
+    max_wait_s: float = 60.0  # longest single get_answer wait
+    heartbeat_s: float = 5.0
+    in_client: bool = True
+    suggester: Suggester | None = None
+    state_keys: Sequence[bytes | str] | None = None
+    name: str = "signoff-inquiry"
+
+
+class InquiryService:
+    """The tools' behaviour, over one gate."""
+
+    def __init__(self, gate: Gate, options: InquiryOptions, sealed: SealedStates) -> None:
+        self.gate = gate
+        self.options = options
+        self.sealed = sealed
+        self.thread = options.thread or new_id("inquiry")
+        self._validators = {tool.name: schema_for(tool.input_schema) for tool in TOOLS}
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        args = dict(params.arguments or {})
+        check = self._validators.get(params.name)
+        if check is None:
+            return _error(f"Unknown tool `{params.name}`; use send_inquiry or get_answer.")
+        errors = check.errors(args)
+        if errors:
+            return _error(f"Invalid arguments for {params.name}: " + "; ".join(errors))
+        if params.name == "answer_inquiry":
+            return await self.answer(args["inquiry_id"], args["answer"])
+        if params.name == "get_answer":
+            return await self.get_answer(ctx, args["inquiry_id"], float(args.get("wait_s", 0)))
+        if params.request_state is not None:
+            return await self._resume(ctx, params)
+        return await self.ask(ctx, args, wait=params.name == "send_inquiry")
+
+    # ------------------------------------------------------------------ asking
+    async def ask(
+        self, ctx: ServerRequestContext[Any, Any], args: dict[str, Any], *, wait: bool
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        question = str(args["question"]).strip()
+        choices = [str(c) for c in args.get("choices") or []] or None
+        default = args.get("default_answer")
+        if default is None:
+            default = await self._suggest(question, choices)
+        timeout = self._timeout(args.get("timeout_s"))
+        try:
+            req = await self.gate.aask(
+                question,
+                choices=choices,
+                default_answer=default,
+                timeout=timeout,
+                ctx=self._context(ctx),
+                wait=False,
+            )
+        except Exception as exc:  # fail closed: nobody can be asked
+            log.error("cannot record the inquiry: %s", exc)
+            return result_of_unavailable(str(exc))
+        assert isinstance(req, ApprovalRequest)
+        progress = ProgressChannel(ctx)
+        await self._announce(progress, req)
+        if not wait or not req.pending:
+            return result_of(req)
+        in_client = self.options.in_client and elicitation.can_elicit_form(ctx)
+        if in_client and elicitation.is_modern(ctx):
+            state = self.sealed.mint(req.id, req.calls[0].tool_call_id, req.expires_at)
+            return elicitation.input_required(
+                elicitation.ANSWER_KEY, question, elicitation.answer_schema(choices, default), state
+            )
+        return await self._wait(ctx, req, progress, prompt=in_client, withdraw=True)
+
+    async def _resume(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """A 2026 retry with the client's answer; the state was verified by the seal."""
+        ticket = self.sealed.redeem(params.request_state)
+        req = await self._get(ticket.request_id) if ticket else None
+        if ticket is None or req is None:
+            return _error(
+                "This answer was not accepted: it was already used, expired, or not issued by "
+                "this server. Keep working with what you have; do not ask again."
+            )
+        reply = elicitation.answer_in(params, elicitation.ANSWER_KEY)
+        if req.pending:
+            decision = elicitation.answer_decision(reply, ticket.call_id) if reply else None
+            if decision is None:  # dismissed in the client: the question is withdrawn
+                await self._withdraw(req.id, "dismissed in the MCP client")
+            else:
+                await self._decide(req, decision)
+            req = await self._get(req.id) or req
+        if req.pending:  # the answer was not accepted: wait for another device
+            return await self._wait(ctx, req, ProgressChannel(ctx), withdraw=True)
+        return result_of(req)
+
+    async def get_answer(
+        self, ctx: ServerRequestContext[Any, Any], inquiry_id: str, wait_s: float
+    ) -> types.CallToolResult:
+        req = await self._get(inquiry_id)
+        if req is None or req.kind != "inquiry":
+            return _error(f"No inquiry with id {inquiry_id!r}.")
+        wait = max(0.0, min(wait_s, self.options.max_wait_s))
+        if req.pending and wait > 0:
+            # A client that gives up on get_answer leaves the question open: that is the point
+            # of the non-blocking variant.
+            return await self._wait(ctx, req, ProgressChannel(ctx), limit=wait)
+        return result_of(req)
+
+    async def answer(self, inquiry_id: str, answer: str) -> types.CallToolResult:
+        """``answer_inquiry``: another device or client answers (as this server's principal)."""
+        req = await self._get(inquiry_id)
+        if req is None or req.kind != "inquiry":
+            return _error(f"No inquiry with id {inquiry_id!r}.")
+        decision = {"tool_call_id": req.calls[0].tool_call_id, "type": "respond", "message": answer}
+        try:
+            req = await self.gate.adecide(
+                req.id, [decision], approver=self.options.principal, channel="mcp"
+            )
+        except AlreadyDecided as exc:
+            return _answer_result(False, await self._get(req.id) or req, f"Not recorded: {exc}")
+        except SignoffError as exc:
+            return _error(f"Not recorded: {exc}")
+        return _answer_result(True, req, f"Answer recorded for inquiry {req.id}.")
+
+    # ------------------------------------------------------------------ helpers
+    async def _wait(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        req: ApprovalRequest,
+        progress: ProgressChannel,
+        *,
+        prompt: bool = False,
+        withdraw: bool = False,
+        limit: float | None = None,
+    ) -> types.CallToolResult:
+        async def beat(current: ApprovalRequest) -> None:
+            await self._announce(progress, current)
+
+        async def ask_in_client() -> None:
+            inquiry = req.inquiry
+            assert inquiry is not None
+            schema = elicitation.answer_schema(inquiry.choices, inquiry.default_answer)
+            reply = await elicitation.push(ctx, inquiry.question, schema)
+            decision = (
+                elicitation.answer_decision(reply, req.calls[0].tool_call_id) if reply else None
+            )
+            if decision is not None:
+                await self._decide(req, decision)
+            elif reply is not None:  # dismissed: withdraw the question
+                await self._withdraw(req.id, "dismissed in the MCP client")
+
+        try:
+            final = await hold(
+                self.gate,
+                req,
+                beat=beat,
+                every=self.options.heartbeat_s,
+                beside=ask_in_client if prompt else None,
+                limit=limit,
+                withdraw=(lambda rid: self._withdraw(rid, "the MCP client cancelled the call"))
+                if withdraw
+                else None,
+            )
+        except Exception as exc:
+            return result_of_unavailable(str(exc), req.id)
+        return result_of(final)
+
+    async def _announce(self, progress: ProgressChannel, req: ApprovalRequest) -> None:
+        inquiry = req.inquiry
+        assert inquiry is not None
+        meta = {
+            "inquiryId": req.id,
+            "question": inquiry.question,
+            "type": "INQUIRY",
+            "choices": inquiry.choices,
+            "defaultAnswer": inquiry.default_answer,
+            "expiresAt": req.expires_at.isoformat(),
+            "answerUrl": texts.approval_url(self.gate.policy, req.id),
+        }
+        text = (
+            f"Question for a human (inquiry {req.id}): {inquiry.question} — "
+            f"{texts.where_to_answer(self.gate.policy, req.id, 'respond')}, or call "
+            f"answer_inquiry."
+        )
+        await progress.beat(text, meta)
+
+    async def _decide(self, req: ApprovalRequest, decision: dict[str, Any]) -> None:
+        try:
+            await self.gate.adecide(
+                req.id, [decision], approver=self.options.principal, channel="mcp"
+            )
+        except AlreadyDecided:
+            pass  # another device answered first
+        except SignoffError as exc:
+            log.warning("in-client answer to %s not accepted: %s", req.id, exc)
+
+    async def _withdraw(self, request_id: str, reason: str) -> None:
+        await withdraw(self.gate, request_id, actor=ACTOR, reason=reason)
+
+    async def _get(self, request_id: str) -> ApprovalRequest | None:
+        try:
+            return await self.gate.get(request_id)
+        except SignoffError:
+            return None
+
+    async def _suggest(self, question: str, choices: list[str] | None) -> str | None:
+        if self.options.suggester is None:
+            return None
+        try:
+            return await self.options.suggester(question, choices)
+        except Exception as exc:
+            log.warning("the answer suggester failed: %s", exc)
+            return None
+
+    def _timeout(self, value: Any) -> float:
+        seconds = float(value) if value is not None else self.options.default_timeout_s
+        return max(1.0, min(seconds, self.options.max_timeout_s))
+
+    def _context(self, ctx: ServerRequestContext[Any, Any]) -> CallContext:
+        agent = self.options.agent or elicitation.client_name(ctx) or "mcp-client"
+        return self.gate.make_context(
+            self.options.principal, base=CallContext(), thread=self.thread, agent=agent
+        )
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def result_of_unavailable(reason: str, inquiry_id: str = "") -> types.CallToolResult:
+    """Fail closed: the question could not be recorded or followed, so nobody will answer."""
+    log.warning("inquiry unavailable: %s", reason)
+    return InquiryResult("unavailable", None, inquiry_id, 0.0).to_tool_result()
+
+
+def _answer_result(accepted: bool, req: ApprovalRequest, text: str) -> types.CallToolResult:
+    structured = {"accepted": accepted, "inquiry_id": req.id, "status": status_of(req)[0]}
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured
+    )
+
+
+def build_inquiry_server(
+    gate: Gate, options: InquiryOptions | None = None
+) -> Server[InquiryService]:
+    """The inquiry server as a low-level MCP server (stdio, HTTP or in memory)."""
+    opts = options or InquiryOptions()
+    sealed = SealedStates(audience=opts.name, keys=opts.state_keys, ttl=opts.max_timeout_s + 60)
+
+    @asynccontextmanager
+    async def lifespan(_server: Server[InquiryService]) -> AsyncIterator[InquiryService]:
+        yield InquiryService(gate, opts, sealed)
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[InquiryService], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(TOOLS))
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[InquiryService], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        return await ctx.lifespan_context.call_tool(ctx, params)
+
+    server: Server[InquiryService] = Server(
+        opts.name,
+        version=__version__,
+        instructions="send_inquiry asks the human user a question and waits for the answer. "
+        "Ask only when you cannot proceed correctly without information only the user has; "
+        "never ask the same question twice.",
+        lifespan=lifespan,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+    server.middleware.append(sealed.boundary)
+    return server
+
+
+__all__ = ["InquiryOptions", "InquiryService", "Suggester", "build_inquiry_server"]

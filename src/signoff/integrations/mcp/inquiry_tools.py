@@ -1,0 +1,175 @@
+"""The inquiry server's wire shapes: its four tools (the descriptions are the prompt guidance a
+model reads) and the structured result every question ends in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import mcp_types as types
+
+from signoff.integrations.mcp.texts import inquiry_guidance
+from signoff.model import ApprovalRequest, utcnow
+
+InquiryStatus = Literal["answered", "declined", "cancelled", "expired", "unavailable", "pending"]
+STATUSES: tuple[str, ...] = ("answered", "declined", "cancelled", "expired", "unavailable")
+
+WHEN_TO_ASK = (
+    "Use it only when you cannot continue correctly without information that only the user "
+    "has: the request is ambiguous between materially different readings, a required value "
+    "is missing and cannot be looked up, or a choice has real consequences (spending money, "
+    "deleting data, contacting people). Do not ask for facts your other tools can find, do "
+    "not ask for permission to do what you were asked, and never ask the same question "
+    "twice. Ask one specific question; give `choices` when the answer is one of a few "
+    "options and `default_answer` when you have a sensible suggestion. If the status is not "
+    "`answered`, continue with your best judgement and say what you assumed."
+)
+
+_QUESTION_PROPS: dict[str, Any] = {
+    "question": {"type": "string", "minLength": 1, "description": "One specific question."},
+    "choices": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Possible answers to pick from (optional).",
+    },
+    "default_answer": {
+        "type": "string",
+        "description": "Your suggested answer; the human can submit it as-is (optional).",
+    },
+    "timeout_s": {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "description": "How long to wait for an answer, in seconds (default 300).",
+    },
+}
+
+
+def _result_schema(statuses: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": list(statuses)},
+            "answer": {"type": ["string", "null"]},
+            "inquiry_id": {"type": "string"},
+            "waited_s": {"type": "number"},
+        },
+        "required": ["status", "answer", "inquiry_id", "waited_s"],
+    }
+
+
+RESULT_SCHEMA = _result_schema(STATUSES)
+PENDING_RESULT_SCHEMA = _result_schema((*STATUSES, "pending"))
+ANSWER_RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "accepted": {"type": "boolean"},
+        "inquiry_id": {"type": "string"},
+        "status": {"type": "string", "enum": [*STATUSES, "pending"]},
+    },
+    "required": ["accepted", "inquiry_id", "status"],
+}
+
+TOOLS: tuple[types.Tool, ...] = (
+    types.Tool(
+        name="send_inquiry",
+        description="Ask the human user a question and wait for the answer. " + WHEN_TO_ASK,
+        input_schema={
+            "type": "object",
+            "properties": _QUESTION_PROPS,
+            "required": ["question"],
+            "additionalProperties": False,
+        },
+        output_schema=RESULT_SCHEMA,
+    ),
+    types.Tool(
+        name="start_inquiry",
+        description="Like send_inquiry, but returns at once with the inquiry_id instead of "
+        "waiting; collect the answer later with get_answer. Use it when the answer may take "
+        "long (minutes to hours) and you can do other work meanwhile. " + WHEN_TO_ASK,
+        input_schema={
+            "type": "object",
+            "properties": _QUESTION_PROPS,
+            "required": ["question"],
+            "additionalProperties": False,
+        },
+        output_schema=PENDING_RESULT_SCHEMA,
+    ),
+    types.Tool(
+        name="get_answer",
+        description="The answer to a question asked with start_inquiry, waiting up to wait_s "
+        "seconds for it (status `pending` if there is none yet).",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "inquiry_id": {"type": "string", "minLength": 1},
+                "wait_s": {"type": "number", "minimum": 0},
+            },
+            "required": ["inquiry_id"],
+            "additionalProperties": False,
+        },
+        output_schema=PENDING_RESULT_SCHEMA,
+    ),
+    types.Tool(
+        name="answer_inquiry",
+        description="For a human's client, not for the model: answer an open inquiry by id "
+        "(from another device or client). The first answer wins.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "inquiry_id": {"type": "string", "minLength": 1},
+                "answer": {"type": "string", "minLength": 1},
+            },
+            "required": ["inquiry_id", "answer"],
+            "additionalProperties": False,
+        },
+        output_schema=ANSWER_RESULT_SCHEMA,
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class InquiryResult:
+    """``{status, answer, inquiry_id, waited_s}`` plus the guidance text for the model."""
+
+    status: InquiryStatus
+    answer: str | None
+    inquiry_id: str
+    waited_s: float
+    detail: str | None = None  # a decline's reason: in the text, not the answer
+
+    def to_tool_result(self) -> types.CallToolResult:
+        structured = {
+            "status": self.status,
+            "answer": self.answer,
+            "inquiry_id": self.inquiry_id,
+            "waited_s": round(self.waited_s, 3),
+        }
+        text = inquiry_guidance(
+            self.status, self.answer or self.detail, self.waited_s, self.inquiry_id
+        )
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structured_content=structured
+        )
+
+
+def status_of(req: ApprovalRequest) -> tuple[InquiryStatus, str | None, str | None]:
+    """(status, answer, detail) of an inquiry request."""
+    if req.pending:
+        return "pending", None, None
+    call = req.calls[0]
+    if call.resolution == "responded":
+        return "answered", call.message, None
+    if call.resolution == "expired":
+        return "expired", None, None
+    if call.resolution == "cancelled":
+        return "cancelled", None, call.message
+    if call.resolved_by in ("non-interactive", "yolo"):
+        return "unavailable", None, None
+    return "declined", None, call.message
+
+
+def result_of(req: ApprovalRequest) -> types.CallToolResult:
+    status, answer, detail = status_of(req)
+    end = req.resolved_at or utcnow()
+    waited = max(0.0, (end - req.created_at).total_seconds())
+    return InquiryResult(status, answer, req.id, waited, detail).to_tool_result()

@@ -1,0 +1,411 @@
+"""``signoff mcp-proxy``: put human sign-off in front of any MCP server.
+
+The proxy is an MCP server to the client and an MCP client to each upstream. ``tools/list``
+passes through (prefixed with several upstreams); every ``tools/call`` takes the gate's one
+path — schema (the upstream's ``inputSchema``), validators, policy — and then:
+
+* allow → forwarded, progress relayed;
+* deny → an ``isError`` result naming the rule (never a protocol error);
+* require_approval → the request is stored and approvers notified, and the call is *held*
+  with progress heartbeats carrying the request id and where to answer; where the rule lets
+  the agent's own user decide, the client is asked too (elicitation). The first decision
+  wins: approve/edit → forwarded exactly once (the upstream's timeout starts only then);
+  reject, deadline, no human → an ``isError`` result the model can act on.
+
+A client that cancels or disconnects cancels the pending request (audited; approvers'
+prompts are withdrawn) and any upstream call. Anything that keeps a held call from being
+recorded or announced fails closed: the tool does not run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from signoff import __version__
+from signoff.gate import Gate, messages
+from signoff.integrations.mcp import elicitation, texts
+from signoff.integrations.mcp.progress import ProgressChannel
+from signoff.integrations.mcp.safeguards import (
+    audit_refusal,
+    notification_failures,
+    refusal,
+    withdraw,
+)
+from signoff.integrations.mcp.sealed import SealedStates
+from signoff.integrations.mcp.timeouts import warn_if_client_gives_up_first
+from signoff.integrations.mcp.upstreams import Route, UpstreamPool, UpstreamSpec
+from signoff.integrations.mcp.waiting import hold
+from signoff.model import (
+    AlreadyDecided,
+    AlreadyExecuted,
+    ApprovalRequest,
+    CallContext,
+    SignoffError,
+    ToolCall,
+    Verdict,
+    new_id,
+)
+
+log = logging.getLogger("signoff.mcp")
+
+ACTOR = "signoff-mcp"
+CLIENT_GONE = "the MCP client cancelled the call or disconnected"
+
+
+@dataclass(slots=True)
+class ProxyOptions:
+    """How the proxy behaves; the CLI fills it from flags."""
+
+    principal: str = "anonymous"
+    thread: str | None = None  # default: one thread per client connection
+    agent: str | None = None  # default: the client's own name
+    heartbeat_s: float = 5.0
+    upstream_timeout_s: float | None = None
+    in_client: bool = True  # offer elicitation where the rule allows self-approval
+    state_keys: Sequence[bytes | str] | None = None  # share across instances; default per process
+    client_wait_s: float | None = None  # the client's tool timeout, for the tier warning
+    name: str = "signoff-proxy"
+
+
+class ApprovalProxy:
+    """One client connection's proxy: routes, gates, holds and forwards tool calls."""
+
+    def __init__(
+        self, gate: Gate, pool: UpstreamPool, options: ProxyOptions, sealed: SealedStates
+    ) -> None:
+        self.gate = gate
+        self.pool = pool
+        self.options = options
+        self.sealed = sealed
+        self.thread = options.thread or new_id("mcp")
+        self._contexts: dict[tuple[str | None, str], CallContext] = {}
+        self._warned = False
+
+    # ------------------------------------------------------------------ listing
+    async def list_tools(self) -> list[types.Tool]:
+        tools = await self.pool.list_tools()
+        for tool in tools:
+            self._register(tool)
+        return tools
+
+    def _register(self, tool: types.Tool) -> None:
+        info = self.gate.tools.get(tool.name)
+        if (
+            info is not None
+            and info.schema is not None
+            and info.schema.json_schema == tool.input_schema
+        ):
+            return
+        try:
+            self.gate.tool(tool.name, schema=tool.input_schema)
+        except Exception as exc:  # an upstream's broken schema: the policy still applies
+            log.warning("tool %s has an unusable inputSchema (%s); not validated", tool.name, exc)
+
+    async def _route(self, name: str) -> Route | None:
+        route = self.pool.route(name)
+        if route is None:  # the upstream may have added tools since the last listing
+            await self.list_tools()
+            route = self.pool.route(name)
+        return route
+
+    # ------------------------------------------------------------------ calling
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        name, args = params.name, dict(params.arguments or {})
+        route = await self._route(name)
+        call_ctx = self._context(ctx, route)
+        if params.request_state is not None:
+            return await self._resume(ctx, params, route, call_ctx)
+        call = ToolCall(name, args, id=new_id("mcp"))
+        if route is None:
+            audit_refusal(self.gate, call, call_ctx, "mcp.unknown_tool", "no upstream offers it")
+            return refusal(texts.unknown_tool(name, self.pool.tool_names), rule="mcp.unknown_tool")
+        try:
+            verdict = self.gate.check(call, call_ctx)
+        except Exception as exc:  # the audit queue refused: fail closed
+            return refusal(texts.store_unavailable(name, exc), rule="store")
+        if verdict.allowed:
+            self.gate.record_execution(call, call_ctx)
+            return await self._forward(route, args, ProgressChannel(ctx))
+        if verdict.denied:
+            return refusal(messages.denied(name, verdict), rule=verdict.rule)
+        return await self._held(ctx, route, call, verdict, call_ctx)
+
+    async def _held(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        route: Route,
+        call: ToolCall,
+        verdict: Verdict,
+        call_ctx: CallContext,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        try:
+            sub = await self.gate.asubmit_checked([call], [verdict], call_ctx)
+            assert sub.request is not None
+            req = sub.request
+            failures = await notification_failures(self.gate, req) if req.pending else []
+        except Exception as exc:
+            log.error("cannot record the approval request for %s: %s", call.name, exc)
+            return refusal(texts.store_unavailable(call.name, exc), rule=verdict.rule)
+        if failures:
+            await self._withdraw(req.id, "no approver could be notified")
+            return refusal(texts.nobody_notified(call.name, failures), request_id=req.id)
+        progress = ProgressChannel(ctx)
+        in_client = req.pending and self._may_ask_in_client(ctx, req)
+        if in_client and elicitation.is_modern(ctx):
+            await progress.beat(
+                texts.held(self.gate.policy, req), texts.held_meta(self.gate.policy, req)
+            )
+            state = self.sealed.mint(req.id, call.id, req.expires_at)
+            prompt = texts.approval_prompt(self.gate.policy, req)
+            return elicitation.input_required(
+                elicitation.APPROVAL_KEY, prompt, elicitation.APPROVAL_SCHEMA, state
+            )
+        try:
+            req = await self._hold(ctx, req, progress, prompt=in_client)
+        except Exception as exc:
+            return refusal(texts.store_unavailable(call.name, exc), request_id=req.id)
+        return await self._finish(route, req, call.id, progress, call_ctx)
+
+    async def _resume(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.CallToolRequestParams,
+        route: Route | None,
+        call_ctx: CallContext,
+    ) -> types.CallToolResult:
+        """A 2026 retry carrying an in-client answer (the state was verified by the seal)."""
+        ticket = self.sealed.redeem(params.request_state)
+        args = dict(params.arguments or {})
+        req = await self._get(ticket.request_id) if ticket else None
+        if ticket is None or req is None or route is None or not _same_call(req, ticket, params):
+            call = ToolCall(params.name, args, id=ticket.call_id if ticket else new_id("mcp"))
+            audit_refusal(
+                self.gate, call, call_ctx, "mcp.answer_refused", "replayed or unknown state"
+            )
+            return refusal(texts.answer_refused(params.name), rule="mcp.answer_refused")
+        answer = elicitation.answer_in(params, elicitation.APPROVAL_KEY)
+        decision = elicitation.approval_decision(answer, ticket.call_id) if answer else None
+        if decision is not None and req.pending:
+            req = await self._decide_in_client(req, decision)
+        progress = ProgressChannel(ctx)
+        if req.pending:  # dismissed in the client: an out-of-band approver may still decide
+            try:
+                req = await self._hold(ctx, req, progress, prompt=False)
+            except Exception as exc:
+                return refusal(texts.store_unavailable(params.name, exc), request_id=req.id)
+        return await self._finish(route, req, ticket.call_id, progress, call_ctx)
+
+    # ------------------------------------------------------------------ holding
+    async def _hold(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        req: ApprovalRequest,
+        progress: ProgressChannel,
+        *,
+        prompt: bool,
+    ) -> ApprovalRequest:
+        """Wait for the first decision with heartbeats (and, 2025 era, an in-client prompt
+        beside it); a client that goes away withdraws the request."""
+        if self.options.client_wait_s is not None and not self._warned:
+            self._warned = warn_if_client_gives_up_first(req, self.options.client_wait_s)
+
+        async def beat(current: ApprovalRequest) -> None:
+            meta = texts.held_meta(self.gate.policy, current)
+            await progress.beat(texts.held(self.gate.policy, current), meta)
+
+        async def ask() -> None:
+            await self._prompt_in_client(ctx, req)
+
+        return await hold(
+            self.gate,
+            req,
+            beat=beat,
+            every=self.options.heartbeat_s,
+            beside=ask if prompt else None,
+            withdraw=lambda rid: self._withdraw(rid, CLIENT_GONE),
+        )
+
+    async def _prompt_in_client(
+        self, ctx: ServerRequestContext[Any, Any], req: ApprovalRequest
+    ) -> None:
+        prompt = texts.approval_prompt(self.gate.policy, req)
+        result = await elicitation.push(ctx, prompt, elicitation.APPROVAL_SCHEMA)
+        decision = (
+            elicitation.approval_decision(result, req.calls[0].tool_call_id) if result else None
+        )
+        if decision is not None:  # None: dismissed — keep waiting for another approver
+            await self._decide_in_client(req, decision)
+
+    async def _decide_in_client(
+        self, req: ApprovalRequest, decision: dict[str, Any]
+    ) -> ApprovalRequest:
+        """The agent's own user decided in the client: their decision, channel ``mcp``."""
+        try:
+            return await self.gate.adecide(
+                req.id, [decision], approver=self.options.principal, channel="mcp"
+            )
+        except AlreadyDecided:
+            pass  # someone else was first; their decision stands
+        except SignoffError as exc:
+            log.warning("in-client decision on %s not accepted: %s", req.id, exc)
+        return await self.gate.get(req.id)
+
+    def _may_ask_in_client(self, ctx: ServerRequestContext[Any, Any], req: ApprovalRequest) -> bool:
+        return (
+            self.options.in_client
+            and len(req.calls) == 1
+            and elicitation.can_elicit_form(ctx)
+            and elicitation.self_approvable(self.gate, req, self.options.principal)
+        )
+
+    async def _get(self, request_id: str) -> ApprovalRequest | None:
+        try:
+            return await self.gate.get(request_id)
+        except SignoffError:
+            return None
+
+    async def _withdraw(self, request_id: str, reason: str) -> None:
+        await withdraw(self.gate, request_id, actor=ACTOR, reason=reason)
+
+    # ------------------------------------------------------------------ running
+    async def _finish(
+        self,
+        route: Route,
+        req: ApprovalRequest,
+        call_id: str,
+        progress: ProgressChannel,
+        call_ctx: CallContext,
+    ) -> types.CallToolResult:
+        """Run an approved/edited call exactly once, or say why it did not run."""
+        state = req.call(call_id)
+        outcome = {"request_id": req.id, "resolution": state.resolution, "by": state.resolved_by}
+        if not state.runnable:
+            return refusal(messages.outcome_text(req, state), **outcome)
+        try:
+            await self.gate.aclaim(req.id, call_id, actor=ACTOR)
+        except AlreadyExecuted as exc:
+            return refusal(str(exc), **outcome)
+        except Exception as exc:
+            return refusal(texts.store_unavailable(route.listed.name, exc), **outcome)
+        args = dict(state.action.args)
+        try:
+            result = await self._forward(route, args, progress)
+        except BaseException as exc:
+            gone = isinstance(exc, anyio.get_cancelled_exc_class())
+            with anyio.CancelScope(shield=True):
+                await self._ledger(req.id, call_id, CLIENT_GONE if gone else _describe(exc))
+            raise
+        await self._ledger(req.id, call_id, _error_text(result) if result.is_error else None)
+        self.gate.record_execution(ToolCall(route.listed.name, args, id=call_id), call_ctx)
+        if state.resolution == "edited":
+            note = types.TextContent(type="text", text=texts.edit_note(route.listed.name, args))
+            result = result.model_copy(update={"content": [note, *result.content]})
+        return result
+
+    async def _ledger(self, request_id: str, call_id: str, error: str | None) -> None:
+        try:
+            await self.gate.afinish(request_id, call_id, error=error, actor=ACTOR)
+        except Exception as exc:
+            log.error("could not record the execution of %s: %s", call_id, exc)
+
+    async def _forward(
+        self, route: Route, args: dict[str, Any], progress: ProgressChannel
+    ) -> types.CallToolResult:
+        progress.start_relay()
+        try:
+            return await self.pool.call(
+                route, args, progress=progress.relay, timeout=self.options.upstream_timeout_s
+            )
+        except MCPError:
+            raise  # the upstream's own protocol error passes through unchanged
+        except Exception as exc:
+            log.warning("upstream call %s failed: %s", route.listed.name, exc)
+            return refusal(texts.upstream_failed(route.listed.name, exc))
+
+    # ------------------------------------------------------------------ helpers
+    def _context(self, ctx: ServerRequestContext[Any, Any], route: Route | None) -> CallContext:
+        agent = self.options.agent or elicitation.client_name(ctx) or "mcp-client"
+        upstream = route.upstream if route is not None else ""
+        key = (agent, upstream)
+        found = self._contexts.get(key)
+        if found is None:
+            base = CallContext(attrs={"mcp_upstream": upstream} if upstream else {})
+            found = self.gate.make_context(
+                self.options.principal, base=base, thread=self.thread, agent=agent
+            )
+            self._contexts[key] = found
+        return found
+
+
+def _same_call(req: ApprovalRequest, ticket: Any, params: types.CallToolRequestParams) -> bool:
+    try:
+        action = req.action_request(ticket.call_id)
+    except KeyError:
+        return False
+    return action.name == params.name and action.args == dict(params.arguments or {})
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def _error_text(result: types.CallToolResult) -> str:
+    text = " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
+    return (text or "the tool returned an error")[:500]
+
+
+def build_proxy(
+    gate: Gate, upstreams: Sequence[UpstreamSpec], options: ProxyOptions | None = None
+) -> Server[ApprovalProxy]:
+    """The proxy as a low-level MCP server; serve it over stdio, HTTP or in memory."""
+    opts = options or ProxyOptions()
+    sealed = SealedStates(audience=opts.name, keys=opts.state_keys)
+
+    @asynccontextmanager
+    async def lifespan(_server: Server[ApprovalProxy]) -> AsyncIterator[ApprovalProxy]:
+        try:
+            await gate.astart()
+        except Exception as exc:  # serve anyway: gated calls are then refused with a reason
+            log.error(
+                "the store cannot be opened (%s); calls needing approval will be refused", exc
+            )
+        async with AsyncExitStack() as stack:
+            pool = UpstreamPool(upstreams)
+            await pool.connect(stack)
+            proxy = ApprovalProxy(gate, pool, opts, sealed)
+            await proxy.list_tools()
+            yield proxy
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[ApprovalProxy], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=await ctx.lifespan_context.list_tools())
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[ApprovalProxy], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        return await ctx.lifespan_context.call_tool(ctx, params)
+
+    server: Server[ApprovalProxy] = Server(
+        opts.name,
+        version=__version__,
+        instructions="Tools behind this server need human sign-off for some calls; a call may "
+        "wait for approval. Rejections and timeouts come back as tool errors with a reason: "
+        "do not retry those calls unchanged.",
+        lifespan=lifespan,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+    server.middleware.append(sealed.boundary)
+    return server
