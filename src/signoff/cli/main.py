@@ -469,11 +469,24 @@ def demo(
     workdir: Annotated[
         Path | None, typer.Option("--dir", help="Where to keep the demo store.")
     ] = None,
+    terminal: Annotated[
+        bool, typer.Option("--terminal", help="Decide in this terminal instead of the browser.")
+    ] = False,
+    port: Annotated[int, typer.Option("--port", help="Web mode: the server's port.")] = 8765,
 ) -> None:
-    """A scripted agent makes the seed scenarios' calls; you decide each one."""
+    """A scripted agent makes the seed scenarios' calls; you decide each one in the web inbox
+    (or in this terminal with --terminal)."""
+    auto = non_interactive or not sys.stdin.isatty()
+    if not terminal:
+        try:
+            from signoff.cli.web_demo import run_web_demo
+        except ImportError as exc:
+            err.print(f"the web demo needs signoff[server] ({exc.name} is missing); terminal demo:")
+        else:
+            raise typer.Exit(run_web_demo(out, auto=auto, workdir=workdir, port=port))
     from signoff.cli.demo import run_demo
 
-    raise typer.Exit(run_demo(out, auto=non_interactive or not sys.stdin.isatty(), workdir=workdir))
+    raise typer.Exit(run_demo(out, auto=auto, workdir=workdir))
 
 
 @app.command("init")
@@ -498,6 +511,7 @@ COMMAND_MODULES = (
     "signoff.cli.server_commands",
     "signoff.cli.mcp_commands",
     "signoff.cli.langchain_commands",
+    "signoff.cli.db_commands",
 )
 
 

@@ -66,6 +66,7 @@ from signoff.store import Store, open_store
 
 if TYPE_CHECKING:
     from signoff.channels import Channel
+    from signoff.client import RemoteGate
 
 log = logging.getLogger("signoff.gate")
 
@@ -149,15 +150,20 @@ class Gate:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_config(cls, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> Gate:
-        """Load ``signoff.yaml`` (default: ``$SIGNOFF_CONFIG`` or ``./signoff.yaml``)."""
+    def from_config(
+        cls, path: str | os.PathLike[str] | None = None, **kwargs: Any
+    ) -> Gate | RemoteGate:
+        """Load ``signoff.yaml`` (default: ``$SIGNOFF_CONFIG`` or ``./signoff.yaml``).
+
+        With a ``remote: {url, token}`` section the answer is a
+        :class:`~signoff.client.RemoteGate` talking to ``signoff serve`` (same API).
+        """
         policy = Policy.load(resolve_config_path(path))
-        if policy.sections.get("remote"):
-            raise SignoffError(
-                "this config has a `remote:` section: remote gates talk to `signoff serve` "
-                "through signoff.client (arrives with the server); remove `remote:` to use "
-                "the store directly"
-            )
+        remote = policy.sections.get("remote")
+        if remote:
+            from signoff.client import RemoteGate
+
+            return RemoteGate.from_section(remote, **kwargs)
         return cls(policy, **kwargs)
 
     @classmethod

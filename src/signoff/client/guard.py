@@ -1,0 +1,130 @@
+"""``@remote_gate.guard``: gate a plain function through the server, sync or async.
+
+The same contract as :func:`signoff.gate.guard.guard`: an allowed call runs at once, a
+denied one raises :class:`Denied` (or returns the text with ``on_reject="return"``), a call
+needing approval waits for the decision and runs exactly once with the final arguments.
+Every verdict comes from the server, so the policy is never evaluated in the agent.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any, Literal
+
+from signoff.gate import messages
+from signoff.gate.context import current_context
+from signoff.gate.guard import raise_for
+from signoff.model import (
+    ApprovalRequest,
+    Cancelled,
+    Denied,
+    Expired,
+    Rejected,
+    Responded,
+    ToolCall,
+    Verdict,
+)
+
+if TYPE_CHECKING:
+    from signoff.client.remote import RemoteGate
+
+OnReject = Literal["raise", "return"]
+_STOPPED = (Rejected, Responded, Expired, Cancelled)
+
+
+def _denied(call: ToolCall, verdict: Verdict) -> Denied:
+    exc = Denied(messages.denied(call.name, verdict), call_id=call.id, tool=call.name)
+    exc.verdict = verdict
+    return exc
+
+
+def remote_guard(
+    gate: RemoteGate,
+    fn: Any = None,
+    *,
+    name: str | None = None,
+    on_reject: OnReject = "raise",
+) -> Any:
+    if fn is None:
+        return lambda f: remote_guard(gate, f, name=name, on_reject=on_reject)
+    tool = name or fn.__name__
+    sig = inspect.signature(fn)
+
+    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        return dict(sig.bind(*args, **kwargs).arguments) if args else dict(kwargs)
+
+    def stopped(exc: Exception) -> Any:
+        if on_reject == "return":
+            return str(exc)
+        raise exc
+
+    async def decide_fate(call: ToolCall) -> tuple[Verdict, ApprovalRequest | None]:
+        sub = await gate.asubmit([call], current_context(), fetch=False)
+        verdict = sub.verdicts[0]
+        if verdict.needs_approval and sub.request_id:
+            return verdict, await gate.await_request(sub.request_id)
+        return verdict, None
+
+    def stop_reason(
+        call: ToolCall, verdict: Verdict, req: ApprovalRequest | None
+    ) -> Exception | None:
+        if verdict.denied:
+            return _denied(call, verdict)
+        if req is not None and not req.call(call.id).runnable:
+            try:
+                raise_for(req, req.call(call.id))
+            except _STOPPED as exc:
+                return exc
+        return None
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            call = ToolCall(tool, bind(args, kwargs))
+            verdict, req = await decide_fate(call)
+            reason = stop_reason(call, verdict, req)
+            if reason is not None:
+                return stopped(reason)
+            if req is None:
+                return await fn(*args, **kwargs)
+
+            async def run(final: dict[str, Any]) -> Any:
+                return await fn(**final)
+
+            return await gate.arun_approved(req, call.id, run)
+
+        async_wrapper.signoff_tool = tool  # type: ignore[attr-defined]
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        call = ToolCall(tool, bind(args, kwargs))
+        ctx = current_context()
+
+        async def fate() -> tuple[Verdict, ApprovalRequest | None]:
+            sub = await gate.asubmit([call], ctx, fetch=False)
+            verdict = sub.verdicts[0]
+            if verdict.needs_approval and sub.request_id:
+                return verdict, await gate.await_request(sub.request_id)
+            return verdict, None
+
+        verdict, req = gate._run(fate())
+        reason = stop_reason(call, verdict, req)
+        if reason is not None:
+            return stopped(reason)
+        if req is None:
+            return fn(*args, **kwargs)
+        final = dict(req.call(call.id).action.args)
+        gate._run(gate.aclaim(req.id, call.id))
+        try:
+            result = fn(**final)
+        except BaseException as exc:
+            gate._run(gate.afinish(req.id, call.id, error=f"{type(exc).__name__}: {exc}"))
+            raise
+        gate._run(gate.afinish(req.id, call.id))
+        return result
+
+    wrapper.signoff_tool = tool  # type: ignore[attr-defined]
+    return wrapper

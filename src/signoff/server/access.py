@@ -1,0 +1,62 @@
+"""Who may see and do what with a request — the server's authorization rules in one place.
+
+* An **agent** sees, waits on and cancels only the requests it submitted (by agent name).
+* An **approver** sees the requests they could decide (by role or name, including after an
+  escalation), the ones they already decided, and the ones made on their own behalf.
+  Whether a decision is accepted is the gate's call (roles, quorum, self-approval).
+* An **admin** (a person holding one of ``auth.admin_roles``) sees everything and may cancel.
+"""
+
+from __future__ import annotations
+
+from signoff.model import ApprovalRequest
+from signoff.model.resolution import may_decide
+from signoff.server.errors import forbidden
+from signoff.server.identity import Identity
+
+
+def may_see(who: Identity, req: ApprovalRequest) -> bool:
+    if who.admin:
+        return True
+    if who.agent:
+        return req.agent == who.name
+    if req.principal.id == who.name or any(d.approver == who.name for d in req.decisions):
+        return True
+    return any(may_decide(cfg, req, who.name, who.roles) is None for cfg in req.review_configs)
+
+
+def decidable_calls(who: Identity, req: ApprovalRequest) -> set[str]:
+    """Ids of the calls ``who`` could decide now (for showing buttons; the gate re-checks)."""
+    if not who.approver or not req.pending:
+        return set()
+    out = set()
+    for cfg, call in zip(req.review_configs, req.calls, strict=True):
+        if call.resolution is not None or who.name in call.approvals:
+            continue
+        if may_decide(cfg, req, who.name, who.roles) is None:
+            out.add(call.tool_call_id)
+    return out
+
+
+def self_approval_only_reject(who: Identity, req: ApprovalRequest, tool_call_id: str) -> bool:
+    """The requester may reject their own call but not approve, edit or answer it."""
+    return req.principal.id == who.name and req.config(tool_call_id).forbid_self_approval
+
+
+def may_cancel(who: Identity, req: ApprovalRequest) -> bool:
+    return who.admin or (who.agent and req.agent == who.name)
+
+
+def require_agent(who: Identity, doing: str) -> None:
+    if not who.agent:
+        raise forbidden(
+            f"only agent tokens may {doing}; create one with `signoff token create --agent NAME`"
+        )
+
+
+def require_approver(who: Identity, doing: str) -> None:
+    if not who.approver:
+        raise forbidden(
+            f"agent tokens may not {doing}; decisions need an approver "
+            "(`signoff token create --approver NAME`)"
+        )

@@ -1,0 +1,236 @@
+"""``/v1/requests``: agents submit and wait; approvers list, read and decide.
+
+Every handler authenticates first, then authorizes with :mod:`.access`, then calls the
+gate's public async API. Errors from the gate become HTTP answers in :mod:`.errors`
+(DecisionError 422, NotAuthorized 403, AlreadyDecided 409, NotFound 404, StoreError 503).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from signoff.gate import request_context
+from signoff.model import AlreadyDecided, ApprovalRequest, CallContext, ToolCall
+from signoff.server.access import may_cancel, may_see, require_agent
+from signoff.server.actions import decide, visible_request
+from signoff.server.bodies import (
+    json_body,
+    query_choice,
+    query_float,
+    query_int,
+    query_text,
+    validated,
+)
+from signoff.server.csrf import CSRF_HEADER, check_csrf, check_origin
+from signoff.server.errors import ApiError, forbidden, from_signoff_error, invalid
+from signoff.server.identity import Identity
+from signoff.server.state import ServerState, state_of
+from signoff.server.wire import (
+    CancelBody,
+    ExecutionBody,
+    InquiryBody,
+    SubmitBody,
+    build_context,
+    request_view,
+    tool_calls,
+)
+
+STATUSES = ("pending", "resolved", "expired", "cancelled")
+KINDS = ("tool_call", "inquiry")
+
+
+async def caller(request: Request, state: ServerState) -> Identity:
+    """Authenticate; browser credentials on a POST must also pass the CSRF checks."""
+    who = await state.auth.require(request)
+    if who.browser and request.method == "POST":
+        check_origin(request, state.public_url)
+        assert who.session_key is not None
+        check_csrf(request, state.secret, who.session_key, request.headers.get(CSRF_HEADER))
+    return who
+
+
+def _agent_context(
+    state: ServerState, who: Identity, body: SubmitBody | InquiryBody
+) -> CallContext:
+    if body.context.agent is not None and body.context.agent != who.name:
+        raise ApiError(
+            403,
+            "agent_mismatch",
+            f"this token belongs to agent {who.name!r}, not {body.context.agent!r}",
+            field="context.agent",
+        )
+    return build_context(body.context, who.name, who.trusted_roles, state.policy)
+
+
+async def submit(request: Request) -> Response:
+    state = state_of(request)
+    who = await caller(request, state)
+    require_agent(who, "submit tool calls")
+    body = validated(SubmitBody, await json_body(request))
+    ctx = _agent_context(state, who, body)
+    calls = tool_calls(body)
+    sub = await state.gate.asubmit(calls, ctx)
+    if sub.request is not None and sub.request.agent != who.name:
+        raise ApiError(
+            409,
+            "idempotency_conflict",
+            f"tool-call ids on thread {ctx.thread!r} already belong to another agent's request",
+        )
+    for call, verdict in zip(calls, sub.verdicts, strict=True):
+        if verdict.allowed:
+            state.gate.record_execution(call, ctx)  # the agent runs it now (rate limits)
+    return JSONResponse(sub.to_wire(), status_code=201 if sub.created else 200)
+
+
+async def ask(request: Request) -> Response:
+    state = state_of(request)
+    who = await caller(request, state)
+    require_agent(who, "ask questions")
+    body = validated(InquiryBody, await json_body(request))
+    ctx = _agent_context(state, who, body)
+    req = await state.gate.aask(
+        body.question,
+        choices=body.choices,
+        default_answer=body.default_answer,
+        timeout=body.timeout,
+        ctx=ctx,
+        wait=False,
+    )
+    assert isinstance(req, ApprovalRequest)
+    return JSONResponse(request_view(req), status_code=201)
+
+
+async def list_requests(request: Request) -> Response:
+    state = state_of(request)
+    who = await caller(request, state)
+    status = query_choice(request, "status", STATUSES)
+    kind = query_choice(request, "kind", KINDS)
+    thread = query_text(request, "thread")
+    limit = query_int(request, "limit", 100, 1, 500)
+    offset = query_int(request, "offset", 0, 0, 10_000_000)
+    page = await state.gate.alist(
+        status=status, thread=thread, kind=kind, limit=limit, offset=offset
+    )
+    return JSONResponse(
+        {
+            "requests": [request_view(r) for r in page if may_see(who, r)],
+            "next_offset": offset + limit if len(page) == limit else None,
+        }
+    )
+
+
+async def get_request(request: Request) -> Response:
+    state = state_of(request)
+    who = await caller(request, state)
+    req = await visible_request(state, who, request.path_params["id"])
+    return JSONResponse(request_view(req))
+
+
+async def post_decisions(request: Request) -> Response:
+    state = state_of(request)
+    who = await caller(request, state)
+    data = await json_body(request)
+    if isinstance(data, dict):
+        extra = sorted(set(data) - {"decisions"})
+        if extra:
+            raise invalid(
+                f'unknown field {extra[0]!r}; the body is {{"decisions": [...]}}', extra[0]
+            )
+        data = data.get("decisions")
+    if not isinstance(data, list):
+        raise invalid("decisions must be a list of {tool_call_id, type, ...}", "decisions")
+    channel = "web" if who.browser else "api"
+    try:
+        req = await decide(state, who, request.path_params["id"], data, channel)
+    except AlreadyDecided as exc:
+        raise _already_decided(exc, await state.gate.get(exc.request_id)) from None
+    return JSONResponse(request_view(req))
+
+
+def _already_decided(exc: AlreadyDecided, req: ApprovalRequest) -> ApiError:
+    """The 409, with each call's outcome: who decided what, and when."""
+    error = from_signoff_error(exc)
+    error.extra["resolution"] = request_view(req)["resolution"]
+    return error
+
+
+async def wait(request: Request) -> Response:
+    """Long-poll: answer as soon as the request is terminal (the store pushes the wake-up),
+    or after ``timeout`` seconds with the current state — whichever comes first."""
+    state = state_of(request)
+    who = await caller(request, state)
+    timeout = query_float(request, "timeout", 25.0, 0.0, state.settings.serve.long_poll_max)
+    req = await visible_request(state, who, request.path_params["id"])
+    if req.pending and timeout > 0:
+        request_id = req.id
+        del req  # a parked waiter should hold as little as possible: there may be thousands
+        req = await _wait_or_stop(state, request_id, timeout)
+    return JSONResponse(request_view(req))
+
+
+async def _wait_or_stop(state: ServerState, request_id: str, timeout: float) -> ApprovalRequest:
+    state.metrics.long_polls += 1
+    waiter = asyncio.ensure_future(state.gate.await_request(request_id, timeout=timeout))
+    stopping = asyncio.ensure_future(state.stopping.wait())
+    try:
+        await asyncio.wait({waiter, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        state.metrics.long_polls -= 1
+        stopping.cancel()
+        if not waiter.done():
+            waiter.cancel()
+    if waiter.done() and not waiter.cancelled():
+        return waiter.result()
+    return await state.gate.get(request_id)  # shutting down: answer now, the agent reconnects
+
+
+async def cancel(request: Request) -> Response:
+    state = state_of(request)
+    who = await caller(request, state)
+    body = validated(CancelBody, await json_body(request, empty={}))
+    req = await visible_request(state, who, request.path_params["id"])
+    if not may_cancel(who, req):
+        raise forbidden("only the agent that made the request, or an admin, may cancel it")
+    req = await state.gate.acancel(req.id, actor=who.name, reason=body.reason)
+    return JSONResponse(request_view(req))
+
+
+async def execution(request: Request) -> Response:
+    """The exactly-once ledger for a call a remote agent runs: executing → executed|failed."""
+    state = state_of(request)
+    who = await caller(request, state)
+    require_agent(who, "report executions")
+    body = validated(ExecutionBody, await json_body(request))
+    req = await visible_request(state, who, request.path_params["id"])
+    call_id = request.path_params["call_id"]
+    if call_id not in {c.tool_call_id for c in req.calls}:
+        raise ApiError(404, "not_found", f"no call {call_id!r} in request {req.id}")
+    gate = state.gate
+    if body.state == "executing":
+        await gate.aclaim(req.id, call_id, actor=who.name)
+    else:
+        await gate.afinish(
+            req.id, call_id, error=body.error if body.state == "failed" else None, actor=who.name
+        )
+        if body.state == "executed":
+            action = req.call(call_id).action
+            gate.record_execution(
+                ToolCall(action.name, action.args, id=call_id), request_context(req, state.policy)
+            )
+    return JSONResponse(request_view(await gate.get(req.id)))
+
+
+routes = [
+    Route("/v1/requests", submit, methods=["POST"]),
+    Route("/v1/requests", list_requests, methods=["GET"]),
+    Route("/v1/inquiries", ask, methods=["POST"]),
+    Route("/v1/requests/{id}", get_request, methods=["GET"]),
+    Route("/v1/requests/{id}/decisions", post_decisions, methods=["POST"]),
+    Route("/v1/requests/{id}/wait", wait, methods=["GET"]),
+    Route("/v1/requests/{id}/cancel", cancel, methods=["POST"]),
+    Route("/v1/requests/{id}/calls/{call_id}/execution", execution, methods=["POST"]),
+]

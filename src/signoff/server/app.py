@@ -1,0 +1,117 @@
+"""The ASGI app: REST API, web inbox, one-click links, SSE, metrics — around one Gate.
+
+``create_app(gate)`` builds it; start-up opens the store (running its migrations), starts
+the gate's expiry sweeper, opens the server's own tables and subscribes the SSE hub to the
+store. Shutdown ends event streams and answers waiting long-polls first, so uvicorn's
+graceful shutdown is not held up by clients that would otherwise wait up to a minute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from importlib.resources import files
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+
+from signoff.gate import Gate
+from signoff.model import SignoffError
+from signoff.server import api_audit, api_events, api_requests, inbox, links, ops, signin
+from signoff.server.db import server_db_for
+from signoff.server.errors import (
+    ApiError,
+    handle_api_error,
+    handle_http_exception,
+    handle_signoff_error,
+)
+from signoff.server.events import EventHub
+from signoff.server.identity import Authenticator
+from signoff.server.metrics import Metrics, count_channel_failures
+from signoff.server.pages import make_templates
+from signoff.server.records import ServerDB
+from signoff.server.settings import ServerSettings
+from signoff.server.state import ServerState
+
+log = logging.getLogger("signoff.server")
+MAX_BODY = 1024 * 1024
+
+
+def create_app(
+    gate: Gate,
+    settings: ServerSettings | None = None,
+    *,
+    db: ServerDB | None = None,
+    owns_gate: bool = False,
+    public_url: str | None = None,
+) -> Starlette:
+    """The server for ``gate``; ``owns_gate`` closes the gate when the app shuts down."""
+    settings = settings or ServerSettings.from_sections(gate.policy.sections)
+    db = db or server_db_for(gate.store)
+    metrics = Metrics()
+    state = ServerState(
+        gate=gate,
+        settings=settings,
+        db=db,
+        auth=Authenticator(db, gate.policy, settings.auth),
+        hub=EventHub(gate.store),
+        metrics=metrics,
+        templates=make_templates(),
+        owns_gate=owns_gate,
+        public_url=public_url or settings.serve.public_url,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        state.stopping = asyncio.Event()
+        await gate.astart()
+        await db.open()
+        state.secret = await db.secret()
+        count_channel_failures(gate, metrics)
+        state.hub.start()
+        log.info("signoff server ready", extra={"store": gate.store.url})
+        try:
+            yield
+        finally:
+            stop(app)
+            await db.close()
+            if owns_gate:
+                await gate.aclose()
+
+    app = Starlette(
+        routes=[
+            *api_requests.routes,
+            *api_events.routes,
+            *api_audit.routes,
+            *ops.routes,
+            *signin.routes,
+            *inbox.routes,
+            *links.routes,
+            Mount(
+                "/static",
+                app=StaticFiles(directory=str(files("signoff.server").joinpath("static"))),
+                name="static",
+            ),
+        ],
+        exception_handlers={
+            ApiError: handle_api_error,
+            SignoffError: handle_signoff_error,
+            HTTPException: handle_http_exception,
+        },
+        lifespan=lifespan,
+        max_body_size=MAX_BODY,
+    )
+    app.state.signoff = state
+    app.state.links = links.LinkIssuer(state)
+    return app
+
+
+def stop(app: Starlette) -> None:
+    """Begin shutting down: end SSE streams and answer long-polls now. Call on the app's loop."""
+    state: ServerState = app.state.signoff
+    state.stopping.set()
+    state.hub.close()

@@ -1,0 +1,128 @@
+"""Prometheus metrics (text exposition format 0.0.4), every name prefixed ``signoff_``.
+
+Counted in this server process: decisions it recorded, notification failures of its
+channels, the time from a request's creation to the decision that resolved it. The pending
+gauge is read from the store at scrape time, so it is right across processes and replicas.
+No dependency: the format is a few lines of text.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from signoff.model import ApprovalRequest
+
+if TYPE_CHECKING:
+    from signoff.channels import Channel
+    from signoff.gate import Gate
+
+TIME_TO_DECISION_BUCKETS = (
+    1.0,
+    5.0,
+    15.0,
+    30.0,
+    60.0,
+    300.0,
+    900.0,
+    1800.0,
+    3600.0,
+    4 * 3600.0,
+    12 * 3600.0,
+    86400.0,
+)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.decisions: Counter[tuple[str, str]] = Counter()
+        self.notification_failures: Counter[str] = Counter()
+        self._buckets = [0] * len(TIME_TO_DECISION_BUCKETS)
+        self._ttd_count = 0
+        self._ttd_sum = 0.0
+        self.long_polls = 0
+        self.sse_clients = 0
+
+    def decided(self, types_and_channels: Iterable[tuple[str, str]]) -> None:
+        self.decisions.update(types_and_channels)
+
+    def resolved(self, req: ApprovalRequest) -> None:
+        if req.resolved_at is None:
+            return
+        seconds = max(0.0, (req.resolved_at - req.created_at).total_seconds())
+        index = bisect.bisect_left(TIME_TO_DECISION_BUCKETS, seconds)
+        if index < len(self._buckets):
+            self._buckets[index] += 1
+        self._ttd_count += 1
+        self._ttd_sum += seconds
+
+    def render(self, pending: int) -> str:
+        lines = [
+            "# HELP signoff_pending_requests Approval requests waiting for a decision.",
+            "# TYPE signoff_pending_requests gauge",
+            f"signoff_pending_requests {pending}",
+            "# HELP signoff_decisions_total Human decisions recorded by this server.",
+            "# TYPE signoff_decisions_total counter",
+        ]
+        for (kind, channel), n in sorted(self.decisions.items()):
+            lines.append(
+                f'signoff_decisions_total{{type="{_esc(kind)}",channel="{_esc(channel)}"}} {n}'
+            )
+        lines += [
+            "# HELP signoff_time_to_decision_seconds From request creation to the deciding "
+            "decision.",
+            "# TYPE signoff_time_to_decision_seconds histogram",
+        ]
+        running = 0
+        for bound, n in zip(TIME_TO_DECISION_BUCKETS, self._buckets, strict=True):
+            running += n
+            lines.append(f'signoff_time_to_decision_seconds_bucket{{le="{bound:g}"}} {running}')
+        lines += [
+            f'signoff_time_to_decision_seconds_bucket{{le="+Inf"}} {self._ttd_count}',
+            f"signoff_time_to_decision_seconds_sum {self._ttd_sum:.6f}",
+            f"signoff_time_to_decision_seconds_count {self._ttd_count}",
+            "# HELP signoff_notification_failures_total Notifications a channel failed to send.",
+            "# TYPE signoff_notification_failures_total counter",
+        ]
+        for channel, n in sorted(self.notification_failures.items()):
+            lines.append(f'signoff_notification_failures_total{{channel="{_esc(channel)}"}} {n}')
+        lines += [
+            "# HELP signoff_long_polls Agents waiting in GET /v1/requests/{id}/wait right now.",
+            "# TYPE signoff_long_polls gauge",
+            f"signoff_long_polls {self.long_polls}",
+            "# HELP signoff_event_streams Open GET /v1/events streams.",
+            "# TYPE signoff_event_streams gauge",
+            f"signoff_event_streams {self.sse_clients}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def _esc(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class CountingChannel:
+    """Wraps a gate's channel to count its failures; re-raises so the gate still audits."""
+
+    def __init__(self, inner: Channel, metrics: Metrics) -> None:
+        self.inner = inner
+        self.metrics = metrics
+        self.name = inner.name
+
+    async def notify(self, request: ApprovalRequest, gate: Gate) -> None:
+        try:
+            await self.inner.notify(request, gate)
+        except Exception:
+            self.metrics.notification_failures[self.name] += 1
+            raise
+
+    async def resolved(self, request: ApprovalRequest, gate: Gate) -> None:
+        await self.inner.resolved(request, gate)
+
+
+def count_channel_failures(gate: Gate, metrics: Metrics) -> None:
+    gate.channels = [
+        c if isinstance(c, CountingChannel) else CountingChannel(c, metrics) for c in gate.channels
+    ]

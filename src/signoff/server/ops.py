@@ -1,0 +1,48 @@
+"""Operations endpoints: ``/healthz``, ``/metrics`` (Prometheus), ``/openapi.json``.
+
+They need no credentials: health and counts only, no names, arguments or ids.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from signoff.server.actions import count_pending
+from signoff.server.openapi import openapi_document
+from signoff.server.state import state_of
+
+
+async def healthz(request: Request) -> Response:
+    state = state_of(request)
+    try:
+        await state.gate.store.next_due_at()
+    except Exception as exc:  # any store trouble means "do not send traffic here"
+        return JSONResponse(
+            {"status": "unavailable", "message": f"the store is unavailable: {type(exc).__name__}"},
+            status_code=503,
+        )
+    return JSONResponse({"status": "ok"})
+
+
+async def metrics(request: Request) -> Response:
+    state = state_of(request)
+    pending = await count_pending(state)
+    return PlainTextResponse(
+        state.metrics.render(pending), media_type="text/plain; version=0.0.4; charset=utf-8"
+    )
+
+
+async def openapi(request: Request) -> Response:
+    state = state_of(request)
+    return JSONResponse(
+        openapi_document(state.base_url(request), state.settings.serve.long_poll_max)
+    )
+
+
+routes = [
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/metrics", metrics, methods=["GET"]),
+    Route("/openapi.json", openapi, methods=["GET"]),
+]

@@ -1,0 +1,294 @@
+"""Requests as the inbox shows them: redacted arguments, who may do what, edit fields.
+
+Pure functions from an :class:`ApprovalRequest` and the viewer to plain data for the
+templates, so the templates stay logic-free and the rules live in one testable place.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from signoff.model import ApprovalRequest, CallState, ReviewConfig
+from signoff.server.access import decidable_calls, self_approval_only_reject
+from signoff.server.identity import Identity
+
+REDACTED = "••••••"
+FieldKind = str  # "text" | "integer" | "number" | "boolean" | "json" | "choice"
+
+
+def redact(value: Any, secret_key: re.Pattern[str] | None) -> Any:
+    """A copy of ``value`` with the values of secret-looking keys replaced."""
+    if secret_key is None:
+        return value
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if secret_key.search(str(k)) else redact(v, secret_key)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact(v, secret_key) for v in value]
+    return value
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+@dataclass
+class EditField:
+    """One editable argument as a form input (types from the tool's schema if known)."""
+
+    name: str
+    kind: FieldKind
+    value: str
+    checked: bool = False
+    secret: bool = False
+    choices: list[str] = field(default_factory=list)
+    attrs: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class CallView:
+    id: str
+    tool: str
+    description: str
+    rule: str
+    reason: str | None
+    risk: str | None
+    args_json: str
+    resolution: str | None
+    by: str | None
+    at: datetime | None
+    message: str | None
+    quorum: int
+    approvals: list[str]
+    execution: str | None
+    allowed: list[str]  # decision types this viewer may use now
+    fields: list[EditField]
+    thread_ok: bool
+    error: str | None = None
+    edit_error: str | None = None
+
+
+@dataclass
+class RequestPage:
+    req: ApprovalRequest
+    calls: list[CallView]
+    can_decide: bool
+    question: str | None
+    choices: list[str]
+    default_answer: str | None
+
+
+def present(
+    req: ApprovalRequest,
+    who: Identity,
+    secret_key: re.Pattern[str] | None,
+    error: tuple[str | None, str | None, str] | None = None,
+    posted: dict[str, str] | None = None,
+) -> RequestPage:
+    """``error`` is ``(tool_call_id, field, message)`` from a refused decision."""
+    mine = decidable_calls(who, req)
+    calls = []
+    for action, cfg, state in zip(req.action_requests, req.review_configs, req.calls, strict=True):
+        allowed = _allowed(who, req, cfg, state.tool_call_id) if state.tool_call_id in mine else []
+        fields = _edit_fields(action.args, cfg, secret_key) if "edit" in allowed else []
+        view = CallView(
+            id=state.tool_call_id,
+            tool=action.name,
+            description=action.description,
+            rule=action.rule,
+            reason=action.reason,
+            risk=action.risk,
+            args_json=pretty(redact(action.args, secret_key)),
+            resolution=state.resolution,
+            by=state.resolved_by,
+            at=state.resolved_at,
+            message=state.message,
+            quorum=state.quorum,
+            approvals=list(state.approvals),
+            execution=state.execution,
+            allowed=allowed,
+            fields=fields,
+            thread_ok=cfg.allow_thread_approval and cfg.approvers.quorum == 1,
+        )
+        if error is not None and error[0] == state.tool_call_id:
+            _attach_error(view, error[1], error[2], posted or {})
+        calls.append(view)
+    inquiry = req.inquiry
+    return RequestPage(
+        req=req,
+        calls=calls,
+        can_decide=any(c.allowed for c in calls),
+        question=inquiry.question if inquiry else None,
+        choices=list(inquiry.choices or []) if inquiry else [],
+        default_answer=inquiry.default_answer if inquiry else None,
+    )
+
+
+def _allowed(who: Identity, req: ApprovalRequest, cfg: ReviewConfig, call_id: str) -> list[str]:
+    if self_approval_only_reject(who, req, call_id):
+        return [d for d in cfg.allowed_decisions if d == "reject"]
+    return list(cfg.allowed_decisions)
+
+
+def _attach_error(
+    view: CallView, field_path: str | None, message: str, posted: dict[str, str]
+) -> None:
+    """Put the error next to the input it is about, and keep what the person typed."""
+    for f in view.fields:
+        if f"arg.{f.name}" in posted and not f.secret:
+            f.value = posted[f"arg.{f.name}"]
+    if field_path:
+        match = re.search(r"edited_action\.args\.([^.\[]+)", field_path)
+        if match:
+            for f in view.fields:
+                if f.name == match.group(1):
+                    f.error = message
+                    return
+        if "edited_action" in field_path and view.fields:
+            view.edit_error = message  # about the edited call as a whole (schema, policy)
+            return
+    view.error = message
+
+
+def _edit_fields(
+    args: dict[str, Any], cfg: ReviewConfig, secret_key: re.Pattern[str] | None
+) -> list[EditField]:
+    names = list(args) if cfg.editable_args == "*" else list(cfg.editable_args)
+    props = (cfg.args_schema or {}).get("properties", {})
+    out = []
+    for name in names:
+        value = args.get(name)
+        spec = props.get(name) if isinstance(props, dict) else None
+        out.append(_field(name, value, spec if isinstance(spec, dict) else {}, secret_key))
+    return out
+
+
+def field_kind(value: Any, spec: dict[str, Any]) -> FieldKind:
+    if isinstance(spec.get("enum"), list) and all(isinstance(v, str) for v in spec["enum"]):
+        return "choice"
+    declared = spec.get("type")
+    if declared in ("integer", "number", "boolean"):
+        return str(declared)
+    if declared == "string":
+        return "text"
+    if declared in ("object", "array"):
+        return "json"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str) or value is None:
+        return "text"
+    return "json"
+
+
+def _field(
+    name: str, value: Any, spec: dict[str, Any], secret_key: re.Pattern[str] | None
+) -> EditField:
+    kind = field_kind(value, spec)
+    secret = bool(secret_key and secret_key.search(name))
+    attrs: dict[str, str] = {}
+    for key, attr in (
+        ("minimum", "min"),
+        ("maximum", "max"),
+        ("maxLength", "maxlength"),
+        ("minLength", "minlength"),
+    ):
+        if isinstance(spec.get(key), int | float) and not isinstance(spec.get(key), bool):
+            attrs[attr] = f"{spec[key]:g}" if isinstance(spec[key], float) else str(spec[key])
+    if kind == "integer":
+        attrs["step"] = "1"
+    elif kind == "number":
+        attrs["step"] = "any"
+    if isinstance(spec.get("pattern"), str) and kind == "text":
+        attrs["pattern"] = spec["pattern"]
+    if secret:
+        shown = ""
+    elif kind == "json":
+        shown = json.dumps(value, ensure_ascii=False)
+    elif value is None:
+        shown = ""
+    else:
+        shown = str(value) if not isinstance(value, bool) else ""
+    return EditField(
+        name=name,
+        kind=kind,
+        value=shown,
+        checked=value is True,
+        secret=secret,
+        choices=[str(c) for c in spec.get("enum", [])] if kind == "choice" else [],
+        attrs=attrs,
+    )
+
+
+class FieldError(ValueError):
+    def __init__(self, name: str, message: str) -> None:
+        self.name = name
+        super().__init__(message)
+
+
+def parse_edit(
+    args: dict[str, Any],
+    cfg: ReviewConfig,
+    form: dict[str, str],
+    secret_key: re.Pattern[str] | None,
+) -> dict[str, Any]:
+    """The edited arguments from the form: the original ones with editable fields replaced.
+
+    Types come from the server's own knowledge (schema, original value), never from hidden
+    form fields. A blank secret field keeps the original value.
+    """
+    edited = dict(args)
+    props = (cfg.args_schema or {}).get("properties", {})
+    names = list(args) if cfg.editable_args == "*" else list(cfg.editable_args)
+    for name in names:
+        spec = props.get(name) if isinstance(props, dict) else None
+        kind = field_kind(args.get(name), spec if isinstance(spec, dict) else {})
+        key = f"arg.{name}"
+        if kind == "boolean":
+            edited[name] = form.get(key) == "on"
+            continue
+        if key not in form:
+            continue
+        raw = form[key]
+        if raw == "" and (name not in args or (secret_key and secret_key.search(name))):
+            continue  # left blank: an absent argument stays absent, a secret keeps its value
+        edited[name] = _parse(name, kind, raw)
+    return edited
+
+
+def _parse(name: str, kind: FieldKind, raw: str) -> Any:
+    text = raw.strip()
+    if kind == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            raise FieldError(name, f"{name} must be a whole number") from None
+    if kind == "number":
+        try:
+            number = float(text)
+        except ValueError:
+            raise FieldError(name, f"{name} must be a number") from None
+        return int(number) if re.fullmatch(r"-?\d+", text) else number
+    if kind == "json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FieldError(name, f"{name} is not valid JSON: {exc.msg}") from None
+    return raw
+
+
+def outcome_text(state: CallState) -> str:
+    if state.resolution is None:
+        return "waiting"
+    who = f" by {state.resolved_by}" if state.resolved_by else ""
+    return f"{state.resolution}{who}"
