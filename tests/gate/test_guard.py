@@ -414,6 +414,8 @@ def test_thread_approval_approves_later_calls_on_that_thread_only(gate: Gate) ->
     second = gate.submit([ToolCall("execute", {"command": "rm b"})], ctx)
     assert second.request is not None and second.request.calls[0].resolution == "approved"
     assert "auto_approved" in events(gate, request_id=second.request.id)
+    other_tool = gate.submit([ToolCall("quick", {})], ctx)
+    assert other_tool.request is not None and other_tool.request.pending  # same tool only
     other = gate.submit(
         [ToolCall("execute", {"command": "rm c"})], gate.make_context("erin", thread="careful")
     )

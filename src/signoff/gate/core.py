@@ -53,6 +53,7 @@ from signoff.model import (
     utcnow,
 )
 from signoff.model.resolution import (
+    ThreadGrant,
     Transition,
     apply_decisions,
     cancel,
@@ -653,13 +654,31 @@ class Gate:
             inquiry=inquiry,
         )
 
+    async def _granted_tools(self, grants: Sequence[ThreadGrant]) -> dict[tuple[str, str], str]:
+        """The tool each thread grant was given for (read from the granting request)."""
+        tools: dict[tuple[str, str], str] = {}
+        for grant in grants:
+            source = await self.store.get_request(grant.request_id)
+            if source is None:
+                continue
+            try:
+                tools[(grant.request_id, grant.tool_call_id)] = source.action_request(
+                    grant.tool_call_id
+                ).name
+            except KeyError:
+                continue
+        return tools
+
     async def _apply_thread_grants(self, req: ApprovalRequest) -> ApprovalRequest | None:
         grants = await self.store.thread_grants(req.thread)
         if not grants:
             return None
+        granted_tools = await self._granted_tools(grants)
         latest: ApprovalRequest | None = None
         for call, cfg in zip(req.calls, req.review_configs, strict=True):
             for grant in grants:
+                if granted_tools.get((grant.request_id, grant.tool_call_id)) != cfg.action_name:
+                    continue  # a grant covers later calls of the same tool only
                 roles = self.policy.roles_of(grant.approver)
                 if not cfg.allow_thread_approval or cfg.approvers.quorum > 1:
                     continue
