@@ -1,0 +1,69 @@
+"""One flow, two drivers: the middleware's logic is written once, for sync and async agents.
+
+A flow is a generator that *yields* what it needs done — ``Io(coro)`` (signoff's store) or
+``Next(request)`` (call the next handler: the model, or the tool) — and receives the
+result. The sync driver runs ``Io`` on the gate's private event loop and calls the handler
+directly; the async driver awaits both. Everything else, including LangGraph's
+``interrupt()``, runs inside the generator, in the node's own thread and context — which
+``interrupt()`` needs (it reads the runnable config from a contextvar).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Io:
+    """Await ``coro`` (a store or gate operation) and send back its result."""
+
+    coro: Coroutine[Any, Any, Any]
+
+
+@dataclass(slots=True)
+class Next:
+    """Call the next handler with ``request`` and send back its result."""
+
+    request: Any
+
+
+Effect = Io | Next
+Flow = Generator[Effect, Any, T]
+
+
+def drive(
+    flow: Flow[T], handler: Callable[[Any], Any], run_io: Callable[[Coroutine[Any, Any, Any]], Any]
+) -> T:
+    """Run ``flow`` synchronously: ``Io`` through ``run_io``, ``Next`` through ``handler``."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            effect = flow.send(value) if error is None else flow.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        value, error = None, None
+        try:
+            value = run_io(effect.coro) if isinstance(effect, Io) else handler(effect.request)
+        except Exception as exc:
+            error = exc
+
+
+async def adrive(flow: Flow[T], handler: Callable[[Any], Awaitable[Any]]) -> T:
+    """Run ``flow`` in the current event loop."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            effect = flow.send(value) if error is None else flow.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        value, error = None, None
+        try:
+            value = await (effect.coro if isinstance(effect, Io) else handler(effect.request))
+        except Exception as exc:
+            error = exc

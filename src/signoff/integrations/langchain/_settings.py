@@ -1,0 +1,71 @@
+"""What every flow of one :class:`SignoffMiddleware` needs, in one place."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from signoff.gate import Gate
+from signoff.integrations.langchain._review import (
+    PrincipalSetting,
+    ReviewedCalls,
+    StepReviewer,
+)
+from signoff.model import ApprovalRequest
+
+WaitMode = Literal["interrupt", "blocking"]
+
+
+@dataclass(slots=True)
+class Settings:
+    gate: Gate
+    reviewer: StepReviewer
+    mode: WaitMode = "interrupt"
+    hold_ungated: bool = False
+    approver: str | None = None
+    principal: PrincipalSetting = None
+    agent: str | None = None
+    edit_notice: str | None = None
+    memory: ReviewedCalls = field(default_factory=ReviewedCalls)
+    #: (request id, call id) of approved calls whose tool paused the graph mid-run (a
+    #: subagent asking for approval): their re-run on resume is the same execution.
+    paused_runs: set[tuple[str, str]] = field(default_factory=set)
+    snapshots: RecentRequests = field(default_factory=lambda: RecentRequests())
+
+    def run_io(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run a gate coroutine from sync code, on the gate's own event loop thread."""
+        return self.gate._portal.run(coro)
+
+
+class RecentRequests:
+    """Requests this process just stored, to spare a store read right after.
+
+    A *pending* snapshot (just submitted) is handed out once and only while fresh: it
+    builds the interrupt of the very next model pass. A *terminal* one (just decided) is
+    final by definition and serves the tool calls that run next.
+    """
+
+    PENDING_FRESH_S = 1.0
+
+    def __init__(self, limit: int = 1000) -> None:
+        self._items: dict[str, tuple[float, ApprovalRequest]] = {}
+        self._limit = limit
+
+    def keep(self, req: ApprovalRequest) -> None:
+        if len(self._items) >= self._limit:
+            for key in list(self._items)[: self._limit // 10 or 1]:
+                self._items.pop(key, None)
+        self._items[req.id] = (time.monotonic(), req)
+
+    def just_submitted(self, request_id: str) -> ApprovalRequest | None:
+        found = self._items.pop(request_id, None)
+        if found is None or not found[1].pending:
+            return None
+        at, req = found
+        return req if time.monotonic() - at <= self.PENDING_FRESH_S else None
+
+    def decided(self, request_id: str) -> ApprovalRequest | None:
+        found = self._items.get(request_id)
+        return found[1] if found is not None and found[1].terminal else None

@@ -1,0 +1,154 @@
+"""The tools node's half: run a call only as its review allows, approved calls exactly once.
+
+This wrapper is the last line of defence, whatever happened upstream: a call reaches the
+tool only if signoff allowed it, or a human approved it (then with the approved — possibly
+edited — arguments, claimed on the exactly-once ledger first). A call signoff never saw,
+or whose arguments changed after review, is checked again; if it needs a human and the
+graph cannot wait here (interrupt mode), it is refused, never run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents.middleware.types import ToolCallRequest
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import ToolCall as LCToolCall
+from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command
+
+from signoff.gate.core import request_context
+from signoff.integrations.langchain import _messages as msgs
+from signoff.integrations.langchain._effects import Flow, Io, Next
+from signoff.integrations.langchain._review import Reviewed, Where, step_context, where
+from signoff.integrations.langchain._settings import Settings
+from signoff.model import AlreadyExecuted, ApprovalRequest, ToolCall, Verdict
+
+ToolResult = ToolMessage | Command[Any]
+
+
+def tool_flow(s: Settings, request: ToolCallRequest) -> Flow[ToolResult]:
+    call = request.tool_call
+    call_id = call["id"] or ""
+    place = _place(s, request)
+    seen = s.memory.get(place.thread, call_id)
+    if seen is None or not seen.matches(call):
+        recovered = yield from _recover(s, request, place)
+        if isinstance(recovered, ToolMessage):
+            return recovered
+        seen = recovered
+    if seen.verdict.denied:
+        return msgs.denied(call, seen.verdict)
+    if seen.verdict.allowed:
+        if seen.request_id is not None and s.mode == "blocking":  # hold_ungated
+            yield Io(s.gate.await_request(seen.request_id))
+        result = yield Next(request)
+        s.gate.record_execution(ToolCall(call["name"], call["args"], id=call_id), seen.ctx)
+        return result  # type: ignore[no-any-return]
+    assert seen.request_id is not None
+    req = s.snapshots.decided(seen.request_id)
+    if req is None:
+        req = yield Io(s.gate.get(seen.request_id))
+    if req.pending and s.mode == "blocking":
+        req = yield Io(s.gate.await_request(req.id))
+    if req.pending:
+        return msgs.refused(
+            call,
+            f"`{call['name']}` is still waiting for a human decision (signoff request "
+            f"{req.id}); the tool was not executed.",
+        )
+    return (yield from _run_reviewed(s, request, req, seen))
+
+
+def _run_reviewed(
+    s: Settings, request: ToolCallRequest, req: ApprovalRequest, seen: Reviewed
+) -> Flow[ToolResult]:
+    call = request.tool_call
+    call_id = call["id"] or ""
+    state = req.call(call_id)
+    if not state.runnable:
+        return msgs.answer(req, state, call["name"])
+    key = (req.id, call_id)
+    if key in s.paused_runs:
+        s.paused_runs.discard(key)  # the same execution, resumed after its tool paused
+    else:
+        try:
+            yield Io(s.gate.aclaim(req.id, call_id))
+        except AlreadyExecuted as exc:
+            return msgs.refused(call, f"{exc.message}. The tool was not executed again.")
+    final = dict(state.action.args)
+    edited = final != dict(req.action_request(call_id).args)
+    to_run = request.override(tool_call={**call, "args": final}) if edited else request
+    try:
+        result = yield Next(to_run)
+    except GraphBubbleUp:
+        s.paused_runs.add(key)  # e.g. a subagent's own approval: resumes, not a re-run
+        raise
+    except Exception as exc:
+        yield Io(s.gate.afinish(req.id, call_id, error=f"{type(exc).__name__}: {exc}"))
+        raise
+    _status, error = msgs.status_of(result)
+    yield Io(s.gate.afinish(req.id, call_id, error=error))
+    s.gate.record_execution(ToolCall(call["name"], final, id=call_id), seen.ctx)
+    if edited and s.edit_notice:
+        return msgs.with_edit_notice(result, call_id, call["name"], final, s.edit_notice)
+    return result  # type: ignore[no-any-return]
+
+
+def _recover(s: Settings, request: ToolCallRequest, place: Where) -> Flow[Reviewed | ToolMessage]:
+    """No usable verdict in memory (a restart, a retry, or a call changed after review)."""
+    call = request.tool_call
+    call_id = call["id"] or ""
+    yield Io(s.gate.astart())
+    req = yield Io(s.gate.store.find_request_by_call(place.thread, call_id))
+    if req is not None:
+        action = req.action_request(call_id)
+        if action.name != call["name"] or dict(action.args) != call["args"]:
+            return msgs.refused(call, _changed_text(call))
+        verdict = Verdict("require_approval", action.rule)
+        return Reviewed(
+            action.name, action.args, verdict, request_context(req, s.gate.policy), req.id
+        )
+    ai = _message_of(request, call_id)
+    ctx = step_context(s.gate, place, request.state.get("messages", []), ai or AIMessage(""))
+    verdict = s.gate.check(ToolCall(call["name"], call["args"], id=call_id), ctx)
+    if not verdict.needs_approval:
+        return Reviewed(call["name"], call["args"], verdict, ctx)
+    if s.mode == "interrupt":
+        return msgs.refused(call, _unreviewed_text(call))
+    submission = yield Io(
+        s.gate.asubmit_checked([ToolCall(call["name"], call["args"], id=call_id)], [verdict], ctx)
+    )
+    assert submission.request is not None  # a verdict needing approval always stores one
+    return Reviewed(call["name"], call["args"], verdict, ctx, submission.request.id)
+
+
+def _place(s: Settings, request: ToolCallRequest) -> Where:
+    fallback = ""
+    if not (request.runtime.config.get("configurable") or {}).get("thread_id"):
+        ai = _message_of(request, request.tool_call["id"] or "")
+        fallback = f"langchain:{ai.id}" if ai is not None else "langchain"
+    return where(request.runtime.config, s.principal, s.agent, fallback)
+
+
+def _message_of(request: ToolCallRequest, call_id: str) -> AIMessage | None:
+    for message in reversed(request.state.get("messages", []) if request.state else []):
+        if isinstance(message, AIMessage) and any(c["id"] == call_id for c in message.tool_calls):
+            return message
+    return None
+
+
+def _changed_text(call: LCToolCall) -> str:
+    return (
+        f"The tool call `{call['name']}` (id {call['id']}) changed after signoff reviewed it, "
+        "so it was not executed. Make SignoffMiddleware the last entry of "
+        "create_agent(middleware=[...]) so it sees the final tool calls."
+    )
+
+
+def _unreviewed_text(call: LCToolCall) -> str:
+    return (
+        f"The tool call `{call['name']}` (id {call['id']}) needs human approval but reached "
+        "the tools without a review, so it was not executed. Make SignoffMiddleware the last "
+        "entry of create_agent(middleware=[...]) so it sees the final tool calls."
+    )

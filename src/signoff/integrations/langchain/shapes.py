@@ -1,0 +1,194 @@
+"""Wire shapes of the LangChain integration, as TypedDicts — LangChain's layout, plus ids.
+
+The interrupt value is LangChain's ``HITLRequest`` (``action_requests`` and
+``review_configs`` are parallel lists), extended with what LangChain leaves out: the signoff
+request id, each call's tool-call id and deciding rule, who may decide, and the deadline. A
+client written for ``HumanInTheLoopMiddleware`` reads it unchanged; a client that knows
+signoff can key its decisions by tool-call id instead of by position.
+
+The resume value is LangChain's ``{"decisions": [...]}`` (``decisions[i]`` answers
+``action_requests[i]``) or ``{"decisions": {tool_call_id: decision}}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, NotRequired, TypedDict
+
+from signoff.model import ApprovalRequest
+
+DecisionType = Literal["approve", "edit", "reject", "respond"]
+
+
+class Action(TypedDict):
+    """A tool name with arguments (what an edit carries)."""
+
+    name: str
+    args: dict[str, Any]
+
+
+class ActionRequest(TypedDict):
+    """One call awaiting review (LangChain's ``ActionRequest`` plus id and rule)."""
+
+    name: str
+    args: dict[str, Any]
+    description: NotRequired[str]
+    tool_call_id: str
+    rule: str
+
+
+class Approvers(TypedDict):
+    """Who may decide a call: people with one of ``roles``, or one of ``users``, or anyone."""
+
+    roles: list[str]
+    users: list[str]
+    quorum: int
+    any: bool
+
+
+class ReviewConfig(TypedDict):
+    """How a call may be reviewed (LangChain's ``ReviewConfig`` plus id and approvers)."""
+
+    action_name: str
+    allowed_decisions: list[DecisionType]
+    args_schema: NotRequired[dict[str, Any]]
+    tool_call_id: str
+    editable_args: list[str] | Literal["*"]
+    approvers: Approvers
+
+
+class HITLRequest(TypedDict):
+    """The interrupt value: the calls still awaiting a decision in one signoff request."""
+
+    action_requests: list[ActionRequest]
+    review_configs: list[ReviewConfig]
+    request_id: str
+    tool_call_ids: list[str]
+    rule_ids: list[str]
+    expires_at: str
+    thread: str
+
+
+class ApproveDecision(TypedDict):
+    type: Literal["approve"]
+    tool_call_id: NotRequired[str]
+    message: NotRequired[str]
+    scope: NotRequired[Literal["call", "thread"]]
+
+
+class EditDecision(TypedDict):
+    type: Literal["edit"]
+    edited_action: Action
+    tool_call_id: NotRequired[str]
+
+
+class RejectDecision(TypedDict):
+    type: Literal["reject"]
+    message: NotRequired[str]
+    tool_call_id: NotRequired[str]
+
+
+class RespondDecision(TypedDict):
+    type: Literal["respond"]
+    message: str
+    tool_call_id: NotRequired[str]
+
+
+Decision = ApproveDecision | EditDecision | RejectDecision | RespondDecision
+
+
+class HITLResponse(TypedDict):
+    """The resume value: positional decisions (LangChain) or decisions keyed by tool-call id."""
+
+    decisions: list[Decision] | dict[str, Decision]
+    request_id: NotRequired[str]
+
+
+class InterruptOnConfig(TypedDict):
+    """One tool's entry in ``interrupt_on`` (LangChain's ``InterruptOnConfig``)."""
+
+    allowed_decisions: list[DecisionType]
+    description: NotRequired[str | Callable[..., str]]
+    args_schema: NotRequired[dict[str, Any]]
+    when: NotRequired[Callable[[Any], bool]]
+
+
+_DECISION_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {
+        "type": {"enum": ["approve", "edit", "reject", "respond"]},
+        "tool_call_id": {"type": "string"},
+        "message": {"type": "string"},
+        "scope": {"enum": ["call", "thread"]},
+        "edited_action": {
+            "type": "object",
+            "required": ["name", "args"],
+            "properties": {"name": {"type": "string"}, "args": {"type": "object"}},
+        },
+    },
+}
+
+#: Published as the interrupt's ``response_schema`` so UIs can render a typed form.
+RESUME_JSON_SCHEMA: dict[str, Any] = {
+    "title": "HITLResponse",
+    "type": "object",
+    "required": ["decisions"],
+    "properties": {
+        "request_id": {"type": "string"},
+        "decisions": {
+            "oneOf": [
+                {"type": "array", "items": _DECISION_JSON_SCHEMA},
+                {"type": "object", "additionalProperties": _DECISION_JSON_SCHEMA},
+            ]
+        },
+    },
+}
+
+
+def hitl_request(req: ApprovalRequest) -> HITLRequest:
+    """The interrupt value for ``req``: its calls that still await a decision."""
+    pending = set(req.pending_call_ids)
+    actions: list[ActionRequest] = []
+    configs: list[ReviewConfig] = []
+    for action, config in zip(req.action_requests, req.review_configs, strict=True):
+        if action.tool_call_id not in pending:
+            continue
+        actions.append(
+            ActionRequest(
+                name=action.name,
+                args=dict(action.args),
+                description=action.description,
+                tool_call_id=action.tool_call_id,
+                rule=action.rule,
+            )
+        )
+        review = ReviewConfig(
+            action_name=config.action_name,
+            allowed_decisions=list(config.allowed_decisions),
+            tool_call_id=config.tool_call_id,
+            editable_args=config.editable_args,
+            approvers=Approvers(
+                roles=list(config.approvers.roles),
+                users=list(config.approvers.users),
+                quorum=config.approvers.quorum,
+                any=config.approvers.any,
+            ),
+        )
+        if config.args_schema is not None:
+            review["args_schema"] = config.args_schema
+        configs.append(review)
+    return HITLRequest(
+        action_requests=actions,
+        review_configs=configs,
+        request_id=req.id,
+        tool_call_ids=[a["tool_call_id"] for a in actions],
+        rule_ids=[a["rule"] for a in actions],
+        expires_at=req.expires_at.isoformat(),
+        thread=req.thread,
+    )
+
+
+def is_signoff_interrupt(value: object) -> bool:
+    """True for an interrupt value raised by :class:`SignoffMiddleware`."""
+    return isinstance(value, dict) and "request_id" in value and "action_requests" in value

@@ -1,0 +1,1 @@
+"""Tests of the LangChain / LangGraph integration (offline, real langchain and langgraph)."""

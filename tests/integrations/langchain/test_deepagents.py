@@ -1,0 +1,121 @@
+"""deepagents: ``create_deep_agent(..., interrupt_on=...)`` gated by signoff, subagents
+included — the subagent's approval pauses the whole agent and resumes it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from signoff.integrations.langchain import SignoffMiddleware, pending_request_ids, resume
+from signoff.integrations.langchain.testing import ScriptedChatModel, tool_call
+from tests.integrations.langchain.conftest import thread
+
+pytest.importorskip("deepagents")
+
+from signoff.integrations.langchain.deepagents import create_deep_agent
+
+
+def parent(subagent: str) -> ScriptedChatModel:
+    """The main agent's model; it also drives the general-purpose subagent (which uses it)."""
+
+    def script(messages: Sequence[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            return AIMessage(f"parent done: {last.content}")
+        if isinstance(last, HumanMessage) and last.content == "delete old.log":
+            delete = tool_call("delete_file", {"path": "old.log"}, "call_gp_del")
+            return AIMessage("", tool_calls=[delete])
+        task = {"description": "delete old.log", "subagent_type": subagent}
+        return AIMessage("", tool_calls=[tool_call("task", task, "call_task")])
+
+    return ScriptedChatModel(script=script)
+
+
+def janitor() -> ScriptedChatModel:
+    def script(messages: Sequence[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage(f"janitor finished: {messages[-1].content}")
+        return AIMessage("", tool_calls=[tool_call("delete_file", {"path": "old.log"}, "call_del")])
+
+    return ScriptedChatModel(script=script)
+
+
+@pytest.fixture
+def deleted() -> list[str]:
+    return []
+
+
+def build(deleted: list[str], subagent: str = "janitor", **kwargs: Any) -> Any:
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    spec = {
+        "name": "janitor",
+        "description": "deletes files",
+        "system_prompt": "You delete files.",
+        "tools": [delete_file],
+        "model": janitor(),
+    }
+    return create_deep_agent(
+        parent(subagent), [delete_file], subagents=[spec], checkpointer=InMemorySaver(), **kwargs
+    )
+
+
+def test_subagent_call_pauses_the_parent_and_resumes_on_approve(deleted: list[str]) -> None:
+    agent = build(
+        deleted, interrupt_on={"delete_file": {"allowed_decisions": ["approve", "reject"]}}
+    )
+    cfg = thread()
+    out = agent.invoke({"messages": [HumanMessage("clean up")]}, cfg, version="v2")
+    (interrupt,) = out.interrupts
+    assert interrupt.value["action_requests"][0]["tool_call_id"] == "call_del"
+    assert deleted == []
+    out = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg, version="v2")
+    assert deleted == ["old.log"]
+    assert out.value["messages"][-1].content == ("parent done: janitor finished: deleted old.log")
+
+
+def test_subagent_reject_and_resume_from_the_store(deleted: list[str]) -> None:
+    guard = SignoffMiddleware({"delete_file": True})
+    agent = build(deleted, signoff=guard)
+    cfg = thread()
+    agent.invoke({"messages": [HumanMessage("clean up")]}, cfg, version="v2")
+    (request_id,) = pending_request_ids(agent, cfg)
+    guard.gate.decide(request_id, [{"type": "reject", "message": "keep logs"}], approver="ops")
+    out = agent.invoke(resume(agent, cfg), cfg, version="v2")
+    assert deleted == []
+    assert "User rejected the tool call for `delete_file` with reason: keep logs" in (
+        out.value["messages"][-1].content
+    )
+
+
+def test_general_purpose_subagent_is_gated_too(deleted: list[str]) -> None:
+    agent = build(deleted, subagent="general-purpose", interrupt_on={"delete_file": True})
+    cfg = thread()
+    out = agent.invoke({"messages": [HumanMessage("clean up")]}, cfg, version="v2")
+    assert [i.value["tool_call_ids"] for i in out.interrupts] == [["call_gp_del"]]
+    assert deleted == []
+    agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg, version="v2")
+    assert deleted == ["old.log"]
+
+
+def test_an_approved_task_whose_subagent_pauses_runs_once(deleted: list[str]) -> None:
+    agent = build(deleted, interrupt_on={"task": True, "delete_file": True})
+    cfg = thread()
+    out = agent.invoke({"messages": [HumanMessage("clean up")]}, cfg, version="v2")
+    assert out.interrupts[0].value["tool_call_ids"] == ["call_task"]
+    approve = Command(resume={"decisions": [{"type": "approve"}]})
+    out = agent.invoke(approve, cfg, version="v2")  # the task runs; its subagent pauses
+    assert out.interrupts[0].value["tool_call_ids"] == ["call_del"]
+    out = agent.invoke(approve, cfg, version="v2")  # the same task execution resumes
+    assert deleted == ["old.log"]
+    assert out.value["messages"][-1].content == "parent done: janitor finished: deleted old.log"
