@@ -14,12 +14,12 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -66,12 +66,14 @@ from signoff.policy import Policy
 from signoff.store import Store, open_store
 
 if TYPE_CHECKING:
-    from signoff.channels import Channel
+    from signoff.channels import Channel, Messenger
+    from signoff.channels.delivery import Delivery
     from signoff.client import RemoteGate
 
 log = logging.getLogger("signoff.gate")
 
 Validator = Callable[[ToolCall, CallContext], Verdict | None]
+T = TypeVar("T")
 NON_INTERACTIVE_ENV = "SIGNOFF_NON_INTERACTIVE"
 CONFIG_ENV = "SIGNOFF_CONFIG"
 
@@ -124,7 +126,7 @@ class Gate:
         store: Store | None = None,
         *,
         interactive: bool | None = None,
-        channels: Sequence[Channel] = (),
+        channels: Sequence[Channel | Messenger] = (),
         sweep_interval: float = 1.0,
         approver: str | None = None,
         auto_approve: bool = False,
@@ -134,7 +136,13 @@ class Gate:
         self.interactive = (
             (not _env_flag(NON_INTERACTIVE_ENV)) if interactive is None else interactive
         )
-        self.channels: list[Channel] = list(channels)
+        # Channels from the policy's ``channels:`` section plus those passed in (which win on
+        # a name clash). In-process channels are called directly; messengers (Slack, email…)
+        # go through the store's outbox, sent by the delivery worker.
+        self.channels: list[Channel] = []
+        self.delivery: Delivery | None = None
+        self._deliverer: asyncio.Future[None] | None = None
+        self._setup_channels(channels)
         # yolo mode: calls that need approval are approved at once (audited, actor "yolo");
         # deny rules still apply, and questions (inquiries) get "no human available".
         self.auto_approve = auto_approve
@@ -142,12 +150,24 @@ class Gate:
         self.default_approver = approver
         self.tools: dict[str, ToolInfo] = {}
         self.rates = RateWindows()
+        self._rate_tools: dict[str, bool] = {}
         self._portal = Portal()
         self._start_lock = threading.Lock()
         self._started = False
         self._closed = False
         self._sweeper: asyncio.Future[None] | None = None
         self._sweep_wake: asyncio.Event | None = None
+
+    def _setup_channels(self, explicit: Sequence[Channel | Messenger]) -> None:
+        from signoff.channels import Messenger, build_channels
+        from signoff.channels.delivery import delivery_for
+
+        names = {c.name for c in explicit}
+        chosen = [c for c in build_channels(self.policy) if c.name not in names] + list(explicit)
+        messengers = [c for c in chosen if isinstance(c, Messenger)]
+        self.channels = [c for c in chosen if not isinstance(c, Messenger)]
+        if messengers:
+            self.delivery = delivery_for(self, messengers)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -351,8 +371,20 @@ class Gate:
             raise
 
     def record_execution(self, call: ToolCall, ctx: CallContext) -> None:
-        """Count an executed call for the policy's rate limits."""
-        self.rates.record(call.name, ctx, utcnow())
+        """Count an executed call for the policy's rate limits (only tools that have them)."""
+        windows = self._rate_tools.get(call.name)
+        if windows is None:
+            windows = self._rate_tools[call.name] = bool(self.policy.rate_windows(call.name))
+        if windows:
+            self.rates.record(call.name, ctx, utcnow())
+
+    def audit_verdict(self, call: ToolCall, ctx: CallContext, verdict: Verdict) -> None:
+        """Audit an allow/deny decided outside :meth:`check` (e.g. by a framework predicate)."""
+        self._audit_verdict(call, ctx, verdict)
+
+    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run one of the gate's coroutines from sync code (on the gate's own loop thread)."""
+        return self._portal.run(coro)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -382,6 +414,8 @@ class Gate:
         self._sweep_wake = asyncio.Event()
         await self.sweep()  # expire what passed its deadline while nobody was running
         self._sweeper = asyncio.ensure_future(self._sweep_loop())
+        if self.delivery is not None:
+            self._deliverer = asyncio.ensure_future(self.delivery.run())
 
     async def _on_portal(self, coro: Any) -> Any:
         """Run ``coro`` on the portal loop, awaited from whatever loop we are on."""
@@ -449,6 +483,8 @@ class Gate:
                 await asyncio.wait([self._sweeper], timeout=0.1)
             with suppress(asyncio.CancelledError):
                 await self._sweeper
+        if self.delivery is not None and self._deliverer is not None:
+            await self.delivery.stop(self._deliverer)
         await self.store.close()
 
     def __enter__(self) -> Gate:
@@ -555,7 +591,7 @@ class Gate:
                 "kind": request.kind,
             },
         )
-        stored, created = await self.store.create_request(request, [created_event])
+        stored, created = await self._create(request, [created_event])
         sub.request, sub.created = stored, created
         if not created:
             return sub
@@ -593,6 +629,32 @@ class Gate:
         if sub.request.pending:
             await self._notify(sub.request)
         return sub
+
+    async def _create(
+        self, request: ApprovalRequest, events: list[AuditEvent]
+    ) -> tuple[ApprovalRequest, bool]:
+        """Store the request with its notification outbox rows (one transaction when the
+        store has a durable outbox). No prompts when nobody will be asked."""
+        delivery = self.delivery
+        if delivery is None or not self.interactive or self.auto_approve:
+            return await self.store.create_request(request, events)
+        try:
+            outbox = delivery.plan(request)
+        except Exception:
+            log.exception("planning notifications for %s failed", request.id)
+            outbox = []
+        if delivery.durable:
+            from signoff.store.base import OutboxStore
+
+            assert isinstance(self.store, OutboxStore)
+            stored, created = await self.store.create_request(request, events, outbox=outbox)
+        else:
+            stored, created = await self.store.create_request(request, events)
+            if created:
+                await delivery.outbox.enqueue_outbox(outbox)
+        if created and outbox:
+            delivery.poke()
+        return stored, created
 
     def _build_request(
         self, review: list[tuple[ToolCall, Verdict]], ctx: CallContext, inquiry: Inquiry | None
@@ -707,12 +769,17 @@ class Gate:
                     return tr
 
                 tr = await self._update(req.id, mutate)
+                await self._queue_notifications(tr)
                 latest = tr.request
                 break
         return latest
 
     async def _notify(self, req: ApprovalRequest) -> None:
+        from signoff.channels import wants
+
         for channel in self.channels:
+            if not wants(req, channel.name):
+                continue
             try:
                 await channel.notify(req, self)
             except Exception as exc:
@@ -1087,8 +1154,21 @@ class Gate:
         except Exception as exc:
             raise StoreError(f"store failed while updating {request_id}: {exc}") from exc
 
+    async def _queue_notifications(self, tr: Transition) -> None:
+        """Escalation notices, message updates and events for a change: queued in the
+        outbox, never fatal."""
+        if self.delivery is None or not tr.changed:
+            return
+        try:
+            await self.delivery.on_change(tr)
+        except Exception:
+            log.exception("queueing notifications for %s failed", tr.request.id)
+
     async def _after_change(self, tr: Transition) -> None:
-        if not tr.changed or tr.request.pending:
+        if not tr.changed:
+            return
+        await self._queue_notifications(tr)
+        if tr.request.pending:
             return
         for channel in self.channels:
             try:

@@ -30,16 +30,31 @@ def key_for(by: str, ctx: CallContext) -> str:
 class RateWindows:
     """Implements the policy's ``RateCounter`` protocol."""
 
-    def __init__(self, max_window_s: float = 86400.0) -> None:
+    def __init__(self, max_window_s: float = 86400.0, max_keys: int = 10_000) -> None:
         self._events: dict[tuple[str, str, str], deque[float]] = {}
         self._lock = threading.Lock()
         self._max_window_s = max_window_s
+        self._max_keys = max_keys
+        self._limit = 4 * max_keys
 
     def record(self, tool: str, ctx: CallContext, at: datetime) -> None:
         ts = at.timestamp()
+        cutoff = ts - self._max_window_s
         with self._lock:
             for by in BY_FIELDS:
-                self._events.setdefault((tool, by, key_for(by, ctx)), deque()).append(ts)
+                q = self._events.setdefault((tool, by, key_for(by, ctx)), deque())
+                q.append(ts)
+                while q and q[0] < cutoff:  # prune as we go: memory stays bounded
+                    q.popleft()
+            if len(self._events) > self._limit:
+                self._drop_stale(cutoff)
+                # Many live keys: scan again only after the map doubles (amortised O(1)).
+                self._limit = max(4 * self._max_keys, 2 * len(self._events))
+
+    def _drop_stale(self, cutoff: float) -> None:
+        """Forget keys (threads, principals) with nothing inside the longest window."""
+        for key in [k for k, q in self._events.items() if not q or q[-1] < cutoff]:
+            del self._events[key]
 
     def seed(self, tool: str, by: str, key: str, at: datetime) -> None:
         with self._lock:
