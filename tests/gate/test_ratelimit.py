@@ -28,5 +28,7 @@ def test_keys_with_nothing_inside_the_longest_window_are_forgotten() -> None:
     rates = RateWindows(max_window_s=60, max_keys=10)
     for i in range(200):  # 200 threads, each used once, long ago
         rates.record("send", ctx("erin", thread=f"t{i}"), T0)
-    rates.record("send", ctx("erin", thread="fresh"), T0 + timedelta(hours=1))
-    assert len(rates._events) <= 4 * 10 + 4
+    for i in range(300):  # then 300 new threads, an hour later
+        rates.record("send", ctx("erin", thread=f"new{i}"), T0 + timedelta(hours=1))
+    assert ("send", "thread", "t0") not in rates._events
+    assert len(rates._events) < 200 + 300
