@@ -304,3 +304,34 @@ async def test_created_at_and_due_at_columns_match_the_document(
     assert due == request.expires_at.timestamp()
     assert (await sqlite_store.next_due_at()) == request.expires_at
     assert request.created_at <= utcnow()
+
+
+async def test_hot_path_audit_is_written_without_anyone_awaiting_the_store(
+    tmp_path: Path,
+) -> None:
+    """A gate that only allows/denies never awaits the store; its rows must still land
+    within the batch interval, not at close()."""
+    store = SQLiteStore(tmp_path / "hot.db")
+    try:
+        store.audit_nowait(AuditEvent(event="allowed", tool="get_price"))
+        count = 0
+        for _ in range(300):
+            await asyncio.sleep(0.05)
+            count = await asyncio.to_thread(_audit_rows, tmp_path / "hot.db")
+            if count:
+                break
+        assert count == 1
+    finally:
+        await store.close()
+
+
+def _audit_rows(path: Path) -> int:
+    if not path.exists():
+        return 0
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("SELECT count(*) FROM audit").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        db.close()

@@ -29,7 +29,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar
@@ -44,6 +44,7 @@ from signoff.model import (
     ThreadGrant,
     Transition,
 )
+from signoff.store import _sqlite_outbox as outbox_rows
 from signoff.store import _sqlite_rows as rows
 from signoff.store._idempotency import existing_request_id, fingerprints
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
@@ -51,7 +52,14 @@ from signoff.store._sqlite_watcher import DataVersionWatcher
 from signoff.store._sqlite_writer import WriterThread
 from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
 from signoff.store.audit import ChainVerifier
-from signoff.store.base import AuditQuery, ChangeListener, Mutation
+from signoff.store.base import (
+    PROMPT_KINDS,
+    AuditQuery,
+    ChangeListener,
+    Mutation,
+    OutboxItem,
+    OutboxOutcome,
+)
 
 log = logging.getLogger("signoff.store")
 
@@ -224,7 +232,10 @@ class SQLiteStore:
 
     # ---------------------------------------------------------------- requests
     async def create_request(
-        self, request: ApprovalRequest, events: list[AuditEvent]
+        self,
+        request: ApprovalRequest,
+        events: list[AuditEvent],
+        outbox: Sequence[OutboxItem] = (),
     ) -> tuple[ApprovalRequest, bool]:
         prints = fingerprints(request)
 
@@ -240,6 +251,7 @@ class SQLiteStore:
                     return found, False
                 rows.insert_request(conn, request, prints)
                 rows.insert_audit(conn, events, self.origin)
+                outbox_rows.insert(conn, outbox)
                 return request, True
 
             result = self._transaction(conn, "storing a request", body)
@@ -328,6 +340,78 @@ class SQLiteStore:
     async def thread_grants(self, thread: str) -> list[ThreadGrant]:
         return await self._read(lambda c: rows.select_grants(c, thread), "reading thread grants")
 
+    # ---------------------------------------------------------------- outbox
+    async def enqueue_outbox(self, items: Sequence[OutboxItem]) -> int:
+        if not items:
+            return 0
+        return await self._write(
+            lambda conn: self._transaction(
+                conn, "queueing notifications", lambda: outbox_rows.insert(conn, items)
+            )
+        )
+
+    async def claim_outbox(
+        self,
+        now: datetime,
+        *,
+        limit: int = 50,
+        lease_s: float = 60.0,
+        channels: Collection[str] | None = None,
+    ) -> list[OutboxItem]:
+        return await self._write(
+            lambda conn: self._transaction(
+                conn,
+                "claiming notifications",
+                lambda: outbox_rows.claim(conn, now, limit, lease_s, channels),
+            )
+        )
+
+    async def complete_outbox(
+        self,
+        item_id: str,
+        *,
+        status: OutboxOutcome = "sent",
+        ref: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        await self._write(
+            lambda conn: self._transaction(
+                conn,
+                "completing a notification",
+                lambda: outbox_rows.complete(conn, item_id, status, ref, error),
+            )
+        )
+
+    async def retry_outbox(self, item_id: str, *, next_at: datetime, error: str) -> None:
+        await self._write(
+            lambda conn: self._transaction(
+                conn,
+                "rescheduling a notification",
+                lambda: outbox_rows.retry(conn, item_id, next_at, error),
+            )
+        )
+
+    async def cancel_outbox_for(
+        self, request_id: str, kinds: Collection[str] = PROMPT_KINDS
+    ) -> int:
+        return await self._write(
+            lambda conn: self._transaction(
+                conn,
+                "cancelling notifications",
+                lambda: outbox_rows.cancel_for(conn, request_id, kinds),
+            )
+        )
+
+    async def outbox_for(self, request_id: str) -> list[OutboxItem]:
+        return await self._read(
+            lambda c: outbox_rows.for_request(c, request_id), "reading notifications"
+        )
+
+    async def next_outbox_at(self, channels: Collection[str] | None = None) -> datetime | None:
+        return await self._read(
+            lambda c: outbox_rows.next_at(c, channels), "finding the next notification"
+        )
+
     # ---------------------------------------------------------------- waiting
     async def wait(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
         async def read(rid: str) -> ApprovalRequest | None:
@@ -376,6 +460,10 @@ class SQLiteStore:
 
     # ---------------------------------------------------------------- audit
     def audit_nowait(self, event: AuditEvent) -> None:
+        if self._started is None:
+            # A gate that only allows/denies never awaits the store: start the writer here,
+            # or its batched audit rows would wait in memory until close().
+            self._start()
         self._writer.queue_audit(event)
 
     def _write_audit_batch(self, conn: sqlite3.Connection, events: list[AuditEvent]) -> None:
