@@ -535,3 +535,21 @@ def test_pending_list_is_empty_after_decisions(gate: Gate) -> None:
     gate.cancel(sub.request.id, actor="alice", reason="not needed")
     assert pending(gate) == []
     assert gate._portal.run(gate.get(sub.request.id)).calls[0].resolution == "cancelled"
+
+
+def test_an_approved_call_runs_with_its_original_python_arguments(gate: Gate) -> None:
+    from datetime import UTC, datetime
+
+    seen: list[object] = []
+
+    def execute(command: str, when: datetime | None = None) -> str:
+        seen.append(when)
+        return "ok"
+
+    guarded = gate.guard(execute)
+    at = datetime(2026, 11, 21, tzinfo=UTC)
+    fut = run_in_thread(lambda: guarded(command="rm x", when=at))
+    req = next_pending(gate)
+    gate.decide(req.id, [{"type": "approve"}], approver="dave")
+    assert fut.result(timeout=15) == "ok"
+    assert seen == [at]  # a datetime, not its JSON string

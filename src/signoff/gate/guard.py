@@ -128,6 +128,8 @@ def guard(
                     return stopped(exc)
 
             async def run(final: dict[str, Any]) -> Any:
+                if state.resolution == "approved":
+                    return await fn(*args, **kwargs)  # as called: Python objects intact
                 return await fn(**final)
 
             return await gate.arun_approved(req, call.id, run, ctx)
@@ -152,7 +154,10 @@ def guard(
                 raise_for(req, state)
             except (Rejected, Responded, Expired, Cancelled) as exc:
                 return stopped(exc)
-        return _run_sync(gate, req, call, fn, ctx)
+        if state.resolution == "approved":  # run as called: the args keep their Python types
+            return _run_sync(gate, req, call, lambda: fn(*args, **kwargs), ctx)
+        final = dict(state.action.args)
+        return _run_sync(gate, req, call, lambda: fn(**final), ctx)
 
     wrapper.signoff_tool = tool  # type: ignore[attr-defined]
     return wrapper
@@ -167,13 +172,13 @@ async def _submit_and_wait(
 
 
 def _run_sync(
-    gate: Gate, req: ApprovalRequest, call: ToolCall, fn: Callable[..., Any], ctx: CallContext
+    gate: Gate, req: ApprovalRequest, call: ToolCall, invoke: Callable[[], Any], ctx: CallContext
 ) -> Any:
     """Exactly once: claim on the ledger, run in the caller's thread, record the outcome."""
     final = dict(req.call(call.id).action.args)
     gate._portal.run(gate.aclaim(req.id, call.id))
     try:
-        result = fn(**final)
+        result = invoke()
     except BaseException as exc:
         gate._portal.run(gate.afinish(req.id, call.id, error=f"{type(exc).__name__}: {exc}"))
         raise

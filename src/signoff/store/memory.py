@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -26,19 +26,22 @@ from signoff.model import (
     Transition,
 )
 from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
+from signoff.store._outbox_memory import MemoryOutbox
 from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
 from signoff.store.audit import GENESIS_HASH, iso_utc, seal_all, verify_chain
-from signoff.store.base import AuditQuery, ChangeListener, Mutation
+from signoff.store.base import AuditQuery, ChangeListener, Mutation, OutboxItem
 
 _COUNT_BY = ("principal", "agent", "thread")
 
 
-class MemoryStore:
-    """Approval requests and the audit log in memory; lost when the process ends."""
+class MemoryStore(MemoryOutbox):
+    """Approval requests, the audit log and the notification outbox in memory; lost when
+    the process ends."""
 
     def __init__(self, url: str = "memory://") -> None:
         self.url = url
         self._lock = threading.Lock()
+        super().__init__(self._lock)  # the outbox shares the lock: one "transaction"
         self._requests: dict[str, ApprovalRequest] = {}
         self._calls: dict[tuple[str, str], StoredCall] = {}
         self._grants: dict[str, list[ThreadGrant]] = {}
@@ -68,7 +71,10 @@ class MemoryStore:
 
     # ---------------------------------------------------------------- requests
     async def create_request(
-        self, request: ApprovalRequest, events: list[AuditEvent]
+        self,
+        request: ApprovalRequest,
+        events: list[AuditEvent],
+        outbox: Sequence[OutboxItem] = (),
     ) -> tuple[ApprovalRequest, bool]:
         prints = fingerprints(request)
         with self._lock:
@@ -80,16 +86,17 @@ class MemoryStore:
             }
             existing = existing_request_id(request, prints, stored)
             if existing is not None:
-                return self._requests[existing].model_copy(deep=True), False
+                return self._requests[existing].copy_for_update(), False
             if request.id in self._requests:
                 raise IdempotencyConflict(
                     f"request id {request.id} is already used by other calls; use a new request id"
                 )
             self._flush_locked()
-            self._requests[request.id] = request.model_copy(deep=True)
+            self._requests[request.id] = request.copy_for_update()
             for call_id, fingerprint in prints.items():
                 self._calls[(request.thread, call_id)] = StoredCall(request.id, fingerprint)
             self._append_locked(events)
+            self.add_locked(outbox)
         self._listeners.notify(request, listener_event([e.event for e in events], request))
         return request, True
 
@@ -97,7 +104,7 @@ class MemoryStore:
         with self._lock:
             self._check_open()
             request = self._requests.get(request_id)
-            return request.model_copy(deep=True) if request is not None else None
+            return request.copy_for_update() if request is not None else None
 
     async def find_request_by_call(self, thread: str, tool_call_id: str) -> ApprovalRequest | None:
         with self._lock:
@@ -105,7 +112,7 @@ class MemoryStore:
             found = self._calls.get((thread, tool_call_id))
             if found is None:
                 return None
-            return self._requests[found.request_id].model_copy(deep=True)
+            return self._requests[found.request_id].copy_for_update()
 
     async def list_requests(
         self,
@@ -126,7 +133,7 @@ class MemoryStore:
                 and (kind is None or r.kind == kind)
             ]
             chosen.sort(key=lambda r: (r.created_at, r.id), reverse=True)
-            return [r.model_copy(deep=True) for r in chosen[offset : offset + limit]]
+            return [r.copy_for_update() for r in chosen[offset : offset + limit]]
 
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
         with self._lock:
@@ -134,7 +141,7 @@ class MemoryStore:
             current = self._requests.get(request_id)
             if current is None:
                 raise NotFound(f"no approval request {request_id}")
-            transition = mutate(current.model_copy(deep=True))
+            transition = mutate(current.copy_for_update())
             if not transition.changed:
                 return transition
             new = transition.request
@@ -143,7 +150,7 @@ class MemoryStore:
             if new.version <= current.version:
                 new.version = current.version + 1
             self._flush_locked()
-            self._requests[request_id] = new.model_copy(deep=True)
+            self._requests[request_id] = new.copy_for_update()
             for grant in transition.grants:
                 self._grants.setdefault(grant.thread, []).append(grant)
             self._append_locked(transition.events)
