@@ -279,7 +279,10 @@ def approve(
     call: Annotated[str | None, typer.Option("--call", help="Only this call id.")] = None,
     message: Annotated[str | None, typer.Option("-m", "--message", help="Reason.")] = None,
     for_thread: Annotated[
-        bool, typer.Option("--for-thread", help="Also approve later calls of the same tool on this thread.")
+        bool,
+        typer.Option(
+            "--for-thread", help="Also approve later calls of the same tool on this thread."
+        ),
     ] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
