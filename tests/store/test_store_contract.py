@@ -495,7 +495,7 @@ async def test_audit_data_with_python_values_round_trips_and_verifies(store: Sto
 
 
 async def test_stats_name_the_backend(store: Store) -> None:
-    assert store.stats()["backend"] in ("memory", "sqlite")
+    assert store.stats()["backend"] in ("memory", "sqlite", "postgresql")
 
 
 async def test_sweep_after_a_missed_escalation_without_extension_expires(store: Store) -> None:

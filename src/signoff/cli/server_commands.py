@@ -100,12 +100,12 @@ def serve(
 
 
 def _db(policy: Policy) -> ServerDB:
-    from signoff.server.db_sqlite import SQLiteServerDB
-    from signoff.store import SQLiteStore, open_store
+    from signoff.server.db import server_db_for
+    from signoff.store import MemoryStore, open_store
 
     store = open_store(policy.store_url)
-    if isinstance(store, SQLiteStore):
-        return SQLiteServerDB(store.path, busy_timeout_ms=store.busy_timeout_ms)
+    if not isinstance(store, MemoryStore):  # SQLite file or PostgreSQL database
+        return server_db_for(store)
     _cli().fail(
         f"tokens and links are kept beside a persistent store; {policy.store_url} is not "
         "one (use store: sqlite:///signoff.db)",

@@ -1,0 +1,164 @@
+"""Added latency of an allowed ``tools/call`` through ``signoff mcp-proxy`` vs calling the
+upstream directly.
+
+* **in-process**: a real ``mcp.Client`` → the proxy (``build_proxy``) → the upstream, both hops
+  in memory, against the client → upstream in memory. Measured on the 2026-07-28 direct
+  dispatcher and on 2025-11-25 (JSON-RPC over memory streams).
+* **stdio**: the client spawns ``python -m signoff mcp-proxy -- python upstream`` (3 processes)
+  against the client spawning the upstream alone (2 processes): the cost of the extra hop.
+
+Every call is ``echo``, which the policy allows: the proxy runs the schema check, the policy
+and an ``allowed`` audit event (SQLite store, batched writer) on each. Direct and proxied
+calls alternate call by call on two open connections, so machine noise hits both arms; the
+result is the median of the paired differences. Research (mcp-hitl.md §3.5) measured the bare
+pass-through at ~0.4-0.7 ms in-process and ~3-4 ms for the stdio hop.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from benchmarks.measure import Row, Target, fmt, judge, mark, summarize
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = [
+    Target("in_process.modern.added_ms", "<=", 0.5, "ms"),
+    Target("stdio.added_ms", "<=", 3.5, "ms"),
+]
+POLICY = textwrap.dedent(
+    """\
+    version: 1
+    store: sqlite:///bench.db
+    defaults:
+      unknown_tool: require_approval
+    tools:
+      echo: {default: allow}
+    """
+)
+
+Call = Callable[[], Awaitable[Any]]
+
+
+async def _paired(direct: Call, proxied: Call, n: int, warmup: int) -> dict[str, Any]:
+    """Alternate the two arms call by call; ms per call and the paired differences."""
+    for _ in range(warmup):
+        await direct()
+        await proxied()
+    times: dict[str, list[float]] = {"direct": [], "proxied": []}
+    clock = time.perf_counter_ns
+    for i in range(n):
+        order = (("direct", direct), ("proxied", proxied))
+        for name, call in order if i % 2 == 0 else order[::-1]:
+            start = clock()
+            await call()
+            times[name].append((clock() - start) / 1e6)
+    diffs = [p - d for p, d in zip(times["proxied"], times["direct"], strict=True)]
+    return {
+        "calls": n,
+        "direct_ms": summarize(times["direct"], 3),
+        "proxied_ms": summarize(times["proxied"], 3),
+        "added_ms": round(statistics.median(diffs), 3),
+    }
+
+
+async def _in_process(directory: Path, mode: str, n: int, warmup: int) -> dict[str, Any]:
+    from mcp import Client
+
+    from benchmarks._mcp_upstream import make_server
+    from signoff import Gate, Policy
+    from signoff.integrations.mcp import ProxyOptions, UpstreamSpec, build_proxy
+
+    policy = Policy.from_yaml(POLICY, base_dir=directory)
+    async with Gate(policy) as gate:
+        upstream = make_server()
+        proxy = build_proxy(gate, [UpstreamSpec("", upstream)], ProxyOptions(principal="bench"))
+        async with Client(upstream, mode=mode) as direct, Client(proxy, mode=mode) as proxied:
+            result = await _paired(
+                lambda: direct.call_tool("echo", {"text": "x"}),
+                lambda: proxied.call_tool("echo", {"text": "x"}),
+                n,
+                warmup,
+            )
+            result["protocol"] = proxied.protocol_version
+    return result
+
+
+async def _stdio(directory: Path, n: int, warmup: int) -> dict[str, Any]:
+    from mcp import Client, StdioServerParameters
+
+    config = directory / "signoff.yaml"
+    config.write_text(POLICY, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    # -m from the repository root: run as a file, benchmarks/mcp.py would shadow the mcp package.
+    upstream = [sys.executable, "-m", "benchmarks._mcp_upstream"]
+    direct_params = StdioServerParameters(command=upstream[0], args=upstream[1:], env=env, cwd=ROOT)
+    proxy_args = ["-m", "signoff", "mcp-proxy", "-c", str(config), "--", *upstream]
+    proxy_params = StdioServerParameters(command=sys.executable, args=proxy_args, env=env, cwd=ROOT)
+    async with Client(direct_params) as direct, Client(proxy_params) as proxied:
+        result = await _paired(
+            lambda: direct.call_tool("echo", {"text": "x"}),
+            lambda: proxied.call_tool("echo", {"text": "x"}),
+            n,
+            warmup,
+        )
+        result["protocol"] = proxied.protocol_version
+    return result
+
+
+async def _all(quick: bool) -> dict[str, Any]:
+    n, warmup = (150, 20) if quick else (600, 60)
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        modern = await _in_process(directory, "auto", n, warmup)
+        legacy = await _in_process(directory, "legacy", n, warmup)
+        stdio = await _stdio(directory, n // 2 if quick else n, warmup)
+    return {"in_process": {"modern": modern, "legacy": legacy}, "stdio": stdio}
+
+
+def run(quick: bool) -> dict[str, Any]:
+    result = anyio.run(_all, quick)
+    result["method"] = (
+        "echo (allowed) through the proxy vs direct, alternating call by call on two open "
+        "connections; added_ms = median of paired differences; SQLite store (batched audit)"
+    )
+    return judge(result, TARGETS)
+
+
+def rows(result: dict[str, Any]) -> list[Row]:
+    ok = result.get("targets_met", {})
+    modern = result["in_process"]["modern"]
+    legacy = result["in_process"]["legacy"]
+    stdio = result["stdio"]
+    return [
+        Row(
+            "mcp proxy added latency, in-process (2026-07-28)",
+            fmt(modern["added_ms"], "ms", 3),
+            f"<= 0.5 ms ({mark(ok.get(TARGETS[0].describe(), False))})",
+            f"direct {modern['direct_ms']['median']} ms, proxied "
+            f"{modern['proxied_ms']['median']} ms",
+        ),
+        Row(
+            "mcp proxy added latency, in-process (2025-11-25)",
+            fmt(legacy["added_ms"], "ms", 3),
+            "",
+            f"direct {legacy['direct_ms']['median']} ms, proxied "
+            f"{legacy['proxied_ms']['median']} ms (JSON-RPC framing on both hops)",
+        ),
+        Row(
+            "mcp proxy added latency, stdio hop",
+            fmt(stdio["added_ms"], "ms", 3),
+            f"<= 3.5 ms ({mark(ok.get(TARGETS[1].describe(), False))})",
+            f"direct {stdio['direct_ms']['median']} ms, proxied "
+            f"{stdio['proxied_ms']['median']} ms ({stdio['protocol']})",
+        ),
+    ]

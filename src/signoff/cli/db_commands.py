@@ -1,0 +1,154 @@
+"""``signoff db upgrade`` and ``signoff db status``: the store's schema, for operators.
+
+Every store also migrates itself when it opens (PostgreSQL under an advisory lock, so
+replicas starting together do not race), so ``upgrade`` is for doing it *before* rolling out
+replicas — e.g. as the database owner, when the replicas connect as a role that may not
+create tables (docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from signoff.cli.main import ConfigOpt, JsonOpt, emit_json, fail, load_policy, out
+from signoff.model import SignoffError
+from signoff.store import SQLiteStore, Store, open_store
+
+db_app = typer.Typer(help="Create, upgrade and inspect the store's schema.", no_args_is_help=True)
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Store URL (default: the config's `store:`), e.g. postgresql://owner@db/signoff",
+        show_default=False,
+    ),
+]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(db_app, name="db")
+
+
+def _store(config: Path | None, url: str | None) -> Store:
+    try:
+        return open_store(url or load_policy(config).store_url)
+    except SignoffError as exc:
+        fail(str(exc), 2)
+
+
+GrantOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--grant",
+        help="PostgreSQL: also grant this role what replicas need (no UPDATE/DELETE on audit).",
+        show_default=False,
+    ),
+]
+
+
+@db_app.command("upgrade")
+def upgrade(
+    config: ConfigOpt = None,
+    store: StoreOpt = None,
+    grant: GrantOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create the schema, or bring it to this version of signoff (safe to run any time)."""
+    target = _store(config, store)
+    if grant and type(target).__name__ != "PostgresStore":
+        fail("--grant is for PostgreSQL stores", 2)
+    try:
+        report = asyncio.run(_upgrade(target, grant))
+    except SignoffError as exc:
+        fail(str(exc))
+    if as_json:
+        emit_json(report)
+        return
+    if report["applied"]:
+        applied = ", ".join(str(v) for v in report["applied"])
+        out.print(f"{report['store']}: migrated to version {report['version']} (applied {applied})")
+    else:
+        out.print(f"{report['store']}: schema is up to date (version {report['version']})")
+    if grant:
+        out.print(f"granted {grant} what a replica needs (audit: SELECT and INSERT only)")
+
+
+@db_app.command("status")
+def status(config: ConfigOpt = None, store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+    """Show the schema version and whether `signoff db upgrade` has work to do."""
+    target = _store(config, store)
+    try:
+        current, supported = asyncio.run(_versions(target))
+    except SignoffError as exc:
+        fail(str(exc))
+    report = {"store": _where(target), "version": current, "supported": supported}
+    if as_json:
+        emit_json(report)
+    elif current < supported:
+        out.print(f"{report['store']}: version {current}; run `signoff db upgrade` for {supported}")
+    elif current > supported:
+        out.print(f"{report['store']}: version {current} is newer than this signoff ({supported})")
+    else:
+        out.print(f"{report['store']}: schema is up to date (version {current})")
+
+
+async def _upgrade(store: Store, role: str | None) -> dict[str, Any]:
+    await store.open()
+    try:
+        current, _ = await _versions(store)
+        applied = list(getattr(store, "migrations_applied", []))
+        server_tables = await _server_tables(store)
+        if role:
+            await store.grant(role, server=server_tables)  # type: ignore[attr-defined]
+    finally:
+        await store.close()
+    return {
+        "store": _where(store),
+        "version": current,
+        "applied": applied,
+        "server_tables": server_tables,
+        "granted_to": role,
+    }
+
+
+async def _server_tables(store: Store) -> bool:
+    """Create the server's token/session/link tables too (PostgreSQL: replicas may run as a
+    role that cannot); False without the signoff[server] extra."""
+    if type(store).__name__ != "PostgresStore":
+        return False  # SQLite: the server creates its tables in the file it opens anyway
+    try:
+        from signoff.server.db import server_db_for
+    except ImportError:
+        return False
+    db = server_db_for(store)
+    await db.open()
+    await db.close()
+    return True
+
+
+async def _versions(store: Store) -> tuple[int, int]:
+    from signoff.store._sqlite_schema import SCHEMA_VERSION
+
+    schema_version = getattr(store, "schema_version", None)
+    if schema_version is not None:
+        result: tuple[int, int] = await schema_version()
+        return result
+    if isinstance(store, SQLiteStore):
+        import sqlite3
+
+        if not Path(store.path).exists():
+            return 0, SCHEMA_VERSION
+        with sqlite3.connect(store.path) as conn:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0]), SCHEMA_VERSION
+    return 0, 0  # memory: nothing is kept
+
+
+def _where(store: Store) -> str:
+    """The store's URL without a password (``postgresql://u:***@host/db``)."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", store.url)

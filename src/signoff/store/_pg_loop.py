@@ -1,0 +1,90 @@
+"""The PostgreSQL store's own event loop, on a daemon thread.
+
+Why: psycopg's async pool and the LISTEN connection are bound to the loop that created them,
+but the Store contract says any loop may await the store (the gate's portal, a test's loop, a
+thread running ``asyncio.run``). So every connection lives on this one loop, and callers hop
+to it with ``run_coroutine_threadsafe`` (~30-60 µs, against ~0.5 ms for a database round
+trip).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """Starts lazily; ``call`` runs a coroutine on the loop and awaits it from any loop."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                self._thread = threading.Thread(target=run, name=self._name, daemon=True)
+                self._thread.start()
+                ready.wait()
+                self._loop = loop
+            return self._loop
+
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
+    def on_loop(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    async def call(self, coro: Coroutine[Any, Any, T], *, shield: bool = False) -> T:
+        """Await ``coro`` on this loop (directly when already on it).
+
+        ``shield``: a caller that gives up (a client hung up, a timeout) does not cancel the
+        work — a write whose COMMIT may already be on its way finishes, and the store wakes
+        its waiters for it, instead of leaving the outcome unknown to this process.
+        """
+        if self.on_loop():
+            return await (asyncio.shield(coro) if shield else coro)
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        if not shield:
+            return await asyncio.wrap_future(future)
+        future.add_done_callback(_retrieve)
+        return await asyncio.shield(asyncio.wrap_future(future))
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and block this (non-loop) thread until it finishes."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not threading.current_thread():
+            thread.join(timeout=10)
+            if not loop.is_running():
+                loop.close()
+
+
+def _retrieve(future: Future[Any]) -> None:
+    """Mark the outcome of shielded work as seen (its caller may be gone)."""
+    if not future.cancelled():
+        future.exception()

@@ -1,0 +1,227 @@
+"""Schema and migrations of the PostgreSQL store (``signoff db upgrade``, and every start-up).
+
+Everything lives in one schema (``signoff`` by default, ``?schema=`` in the URL), so signoff
+can share a database with the application and tests can run side by side. ``MIGRATIONS[i]``
+takes the schema from version ``i`` to ``i + 1``; :func:`migrate` applies the missing ones in
+one transaction under an advisory lock, so replicas starting together do not race: the first
+migrates, the others wait for it and then find nothing to do.
+
+The audit log is append-only three times over: triggers refuse UPDATE, DELETE and TRUNCATE
+(for every role, superusers included, unless they disable the triggers); the privileges to do
+them are revoked from PUBLIC and from the owner; and the hash chain makes any edit that gets
+past both visible to ``signoff audit verify``.
+
+The chain is extended *inside the database* by ``audit_append``: the Python side sends each
+event's canonical JSON cut around ``prev_hash`` and ``seq`` (see :mod:`._pg_audit`), and the
+function locks the one-row ``audit_head``, fills both in, hashes with ``sha256`` and inserts.
+That makes create + audit and decide + audit + NOTIFY single statements, and holds the chain's
+lock only from that statement to its COMMIT — not across a client round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import AsyncConnection, sql
+
+from signoff.model import StoreError
+from signoff.store.audit import GENESIS_HASH
+
+_V1 = (
+    """CREATE TABLE {s}.requests (
+        id            text PRIMARY KEY,
+        kind          text NOT NULL,
+        thread        text NOT NULL,
+        status        text NOT NULL
+                      CHECK (status IN ('pending', 'resolved', 'expired', 'cancelled')),
+        created_at    timestamptz NOT NULL,
+        due_at        timestamptz NOT NULL,  -- escalation or deadline, for the sweeper
+        version       integer NOT NULL,
+        doc           json NOT NULL,         -- ApprovalRequest JSON, the truth
+        claimed_by    text,                  -- sweeper lease: which store instance ...
+        claimed_until timestamptz            -- ... may expire it until when (database clock)
+    )""",
+    "CREATE INDEX requests_due ON {s}.requests (due_at) WHERE status = 'pending'",
+    "CREATE INDEX requests_thread ON {s}.requests (thread)",
+    "CREATE INDEX requests_status_created ON {s}.requests (status, created_at)",
+    "CREATE INDEX requests_created ON {s}.requests (created_at)",
+    """CREATE TABLE {s}.call_keys (
+        thread       text NOT NULL,
+        tool_call_id text NOT NULL,
+        request_id   text NOT NULL REFERENCES {s}.requests (id),
+        fingerprint  text NOT NULL,  -- sha256 of canonical {{name, args}}
+        PRIMARY KEY (thread, tool_call_id)
+    )""",
+    """CREATE TABLE {s}.thread_grants (
+        thread       text NOT NULL,
+        request_id   text NOT NULL REFERENCES {s}.requests (id),
+        tool_call_id text NOT NULL,
+        approver     text NOT NULL,
+        at           timestamptz NOT NULL,
+        PRIMARY KEY (thread, request_id, tool_call_id, approver)
+    )""",
+    """CREATE TABLE {s}.audit (
+        seq          bigint PRIMARY KEY,
+        event        text NOT NULL,
+        at           timestamptz NOT NULL,
+        request_id   text,
+        thread       text,
+        tool         text,
+        tool_call_id text,
+        actor        text,
+        principal    text,
+        agent        text,
+        rule         text,
+        policy_hash  text,
+        data         json NOT NULL,
+        prev_hash    text NOT NULL,
+        hash         text NOT NULL,
+        origin       text            -- which store instance wrote it; outside the hash
+    )""",
+    "CREATE INDEX audit_request ON {s}.audit (request_id) WHERE request_id IS NOT NULL",
+    "CREATE INDEX audit_tool_event_at ON {s}.audit (tool, event, at)",
+    """CREATE TABLE {s}.audit_head (
+        id   integer PRIMARY KEY CHECK (id = 1),
+        seq  bigint NOT NULL,
+        hash text NOT NULL
+    )""",
+    "INSERT INTO {s}.audit_head (id, seq, hash) VALUES (1, 0, {genesis})",
+    """CREATE FUNCTION {s}.audit_append(entries json, writer text) RETURNS bigint
+    LANGUAGE plpgsql AS $fn$
+    DECLARE
+        head_seq  bigint;
+        head_hash text;
+        e         record;
+        digest    text;
+    BEGIN
+        SELECT seq, hash INTO head_seq, head_hash FROM {s}.audit_head WHERE id = 1 FOR UPDATE;
+        FOR e IN SELECT * FROM json_to_recordset(entries) AS x(
+            p text, m text, s text, event text, at timestamptz, request_id text, thread text,
+            tool text, tool_call_id text, actor text, principal text, agent text, rule text,
+            policy_hash text, data json)
+        LOOP
+            head_seq := head_seq + 1;
+            digest := encode(sha256(convert_to(
+                e.p || head_hash || e.m || head_seq::text || e.s, 'UTF8')), 'hex');
+            INSERT INTO {s}.audit (seq, event, at, request_id, thread, tool, tool_call_id,
+                actor, principal, agent, rule, policy_hash, data, prev_hash, hash, origin)
+            VALUES (head_seq, e.event, e.at, e.request_id, e.thread, e.tool, e.tool_call_id,
+                e.actor, e.principal, e.agent, e.rule, e.policy_hash, e.data, head_hash,
+                digest, writer);
+            head_hash := digest;
+        END LOOP;
+        UPDATE {s}.audit_head SET seq = head_seq, hash = head_hash WHERE id = 1;
+        RETURN head_seq;
+    END
+    $fn$""",
+    """CREATE FUNCTION {s}.audit_refuse() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        RAISE EXCEPTION 'audit log is append-only (% refused)', TG_OP
+            USING ERRCODE = 'insufficient_privilege';
+    END
+    $fn$""",
+    """CREATE TRIGGER audit_no_update_or_delete BEFORE UPDATE OR DELETE ON {s}.audit
+       FOR EACH ROW EXECUTE FUNCTION {s}.audit_refuse()""",
+    """CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON {s}.audit
+       FOR EACH STATEMENT EXECUTE FUNCTION {s}.audit_refuse()""",
+    "REVOKE UPDATE, DELETE, TRUNCATE ON {s}.audit FROM PUBLIC",
+    "REVOKE UPDATE, DELETE, TRUNCATE ON {s}.audit FROM CURRENT_USER",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_VERSION_TABLE = """CREATE TABLE IF NOT EXISTS {s}.schema_migrations (
+    version    integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)"""
+
+
+def _q(template: str, schema: str) -> sql.Composed:
+    return sql.SQL(template).format(s=sql.Identifier(schema), genesis=sql.Literal(GENESIS_HASH))
+
+
+async def current_version(conn: AsyncConnection[Any], schema: str) -> int:
+    """The schema's version; 0 when signoff's tables are not there yet."""
+    cur = await conn.execute(
+        "SELECT to_regclass(format('%%I.schema_migrations', %s::text)) IS NOT NULL", (schema,)
+    )
+    row = await cur.fetchone()
+    if not row or not row[0]:
+        return 0
+    cur = await conn.execute(
+        _q("SELECT coalesce(max(version), 0) FROM {s}.schema_migrations", schema)
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def migrate(conn: AsyncConnection[Any], schema: str) -> list[int]:
+    """Bring ``schema`` to :data:`SCHEMA_VERSION`; returns the versions applied (maybe none).
+
+    Needs an autocommit connection. Cheap when nothing is to do: one read, no lock, no DDL
+    (so an application role without CREATE rights can start once the owner has migrated).
+    """
+    if await _checked(conn, schema) == SCHEMA_VERSION:
+        return []
+    # A session lock taken *before* BEGIN: the transaction then starts after the previous
+    # holder committed, and sees its tables (a backend only refreshes its catalog caches at
+    # transaction start or on relation locks, so an xact lock taken inside could miss them).
+    key = (f"signoff:migrate:{schema}",)
+    await conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", key)
+    try:
+        async with conn.transaction():
+            return await _apply(conn, schema, await _checked(conn, schema))
+    finally:
+        if not conn.closed:
+            await conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", key)
+
+
+async def _apply(conn: AsyncConnection[Any], schema: str, version: int) -> list[int]:
+    applied: list[int] = []
+    if version < SCHEMA_VERSION:
+        await conn.execute(_q("CREATE SCHEMA IF NOT EXISTS {s}", schema))
+        await conn.execute(_q(_VERSION_TABLE, schema))
+    for number, steps in enumerate(MIGRATIONS[version:], start=version + 1):
+        for statement in steps:
+            await conn.execute(_q(statement, schema))
+        await conn.execute(
+            _q("INSERT INTO {s}.schema_migrations (version) VALUES (%s)", schema), (number,)
+        )
+        applied.append(number)
+    return applied
+
+
+async def _checked(conn: AsyncConnection[Any], schema: str) -> int:
+    version = await current_version(conn, schema)
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"PostgreSQL schema {schema!r} is at version {version}, newer than this signoff "
+            f"understands ({SCHEMA_VERSION}); upgrade signoff on every replica"
+        )
+    return version
+
+
+# What a replica's role needs when it is not the owner (docs/deploy.md): read and write the
+# request tables, append to the audit log (never UPDATE/DELETE/TRUNCATE it), and the server's
+# token/session/link tables. Functions are executable by PUBLIC by default.
+APP_GRANTS = (
+    "GRANT USAGE ON SCHEMA {s} TO {role}",
+    "GRANT SELECT ON {s}.schema_migrations TO {role}",
+    "GRANT SELECT, INSERT, UPDATE ON {s}.requests, {s}.call_keys, {s}.thread_grants, "
+    "{s}.audit_head TO {role}",
+    "GRANT SELECT, INSERT ON {s}.audit TO {role}",
+)
+SERVER_GRANTS = (
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.server_tokens, {s}.server_sessions, "
+    "{s}.server_links TO {role}",
+    "GRANT SELECT ON {s}.server_meta TO {role}",
+)
+
+
+async def grant(conn: AsyncConnection[Any], schema: str, role: str, *, server: bool) -> None:
+    """Give ``role`` what a replica needs (and no more) in ``schema``."""
+    for statement in APP_GRANTS + (SERVER_GRANTS if server else ()):
+        await conn.execute(
+            sql.SQL(statement).format(s=sql.Identifier(schema), role=sql.Identifier(role))
+        )

@@ -1,0 +1,106 @@
+"""Who in this process waits or listens, and how changes reach them (PostgreSQL store).
+
+Three ways, because NOTIFY is only a hint:
+
+* after this store's own COMMIT: wake at once, no database work (:meth:`Wakeups.committed`);
+* on a notification from another store (another replica, the CLI): read the row, wake if it
+  is terminal, tell listeners (:meth:`Wakeups.on_note`);
+* when a notification may have been missed — LISTEN (re)connected, or the safety interval
+  passed: re-read every waited-on row in one query, and replay to listeners the changes other
+  stores logged meanwhile, found by the audit ``seq`` each notification carries.
+
+Runs on the store's loop; waiters are futures of any loop (:mod:`._waiting`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+
+from signoff.model import ApprovalRequest, AuditEvent
+from signoff.store._pg_conn import Conn
+from signoff.store._pg_listen import Note
+from signoff.store._pg_sql import Statements
+from signoff.store._sqlite_rows import STATE_EVENTS
+from signoff.store._waiting import Listeners, Waiters, listener_event
+
+Connect = Callable[[str], AbstractAsyncContextManager[Conn]]
+
+
+class Wakeups:
+    def __init__(self, origin: str, statements: Statements, connect: Connect) -> None:
+        self.origin = origin
+        self.waiters = Waiters()
+        self.listeners = Listeners()
+        self._sql = statements
+        self._connect = connect
+        self._seen_seq = 0  # the newest audit seq a notification or a catch-up covered
+        self.cross_process_wakes = 0
+        self.rechecked_wakes = 0
+        self.replayed = 0
+
+    def committed(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
+        """This store just committed ``request``: wake and tell locally, no round trip."""
+        if request.terminal:
+            self.waiters.wake(request)
+        if self.listeners:
+            self.listeners.notify(request, listener_event([e.event for e in events], request))
+
+    async def on_note(self, note: Note) -> None:
+        fresh = note.seq > self._seen_seq
+        self._seen_seq = max(self._seen_seq, note.seq)
+        # Our own commits woke our waiters and listeners already; a waiter still waiting on
+        # one of them is only possible if that wake never ran, so it is read for here too.
+        own = note.origin == self.origin
+        waited = note.request_id in self.waiters.ids()
+        tell = fresh and not own and bool(self.listeners)
+        if not (waited or tell):
+            return
+        async with self._connect("reading a changed request") as conn:
+            row = await (await conn.execute(self._sql.read_doc, (note.request_id,))).fetchone()
+        if row is None:
+            return
+        request = ApprovalRequest.model_validate_json(row[0])
+        if request.terminal:
+            self.cross_process_wakes += self.waiters.wake(request)
+        if tell:
+            self.listeners.notify(request, note.event)
+
+    async def on_listening(self, first: bool) -> None:
+        """LISTEN is (again) in place: catch up on what it may have missed."""
+        async with self._connect("catching up after LISTEN") as conn:
+            row = await (await conn.execute(self._sql.audit_top)).fetchone()
+            top = int(row[0]) if row else 0
+            after, self._seen_seq = self._seen_seq, max(self._seen_seq, top)
+            if not first and self.listeners and top > after:
+                await self._replay(conn, after, top)
+        await self.recheck()
+
+    async def _replay(self, conn: Conn, after: int, top: int) -> None:
+        """Tell listeners the last state event of each request other stores changed."""
+        rows = await (
+            await conn.execute(self._sql.foreign_changes, (after, top, self.origin))
+        ).fetchall()
+        changes: dict[str, str] = {}
+        for request_id, event in rows:
+            if event in STATE_EVENTS:
+                changes.pop(request_id, None)
+                changes[request_id] = event
+        if not changes:
+            return
+        docs = await (await conn.execute(self._sql.read_docs, (list(changes),))).fetchall()
+        by_id = {rid: ApprovalRequest.model_validate_json(doc) for rid, doc in docs}
+        for request_id, event in changes.items():
+            if request_id in by_id:
+                self.replayed += 1
+                self.listeners.notify(by_id[request_id], event)
+
+    async def recheck(self) -> None:
+        """The safety net: wake waiters whose request ended without us hearing of it."""
+        ids = self.waiters.ids()
+        if not ids:
+            return
+        async with self._connect("re-reading waited requests") as conn:
+            rows = await (await conn.execute(self._sql.read_docs_terminal, (ids,))).fetchall()
+        for (doc,) in rows:
+            self.rechecked_wakes += self.waiters.wake(ApprovalRequest.model_validate_json(doc))

@@ -1,0 +1,601 @@
+"""``PostgresStore``: approvals for any number of ``signoff serve`` replicas on one database.
+
+Same contract as every store (:mod:`signoff.store.base`), built for several processes:
+
+* **One statement per change.** Create + audit + NOTIFY is one statement; a decision is a
+  read, the shared state machine in Python, then one conditional statement writing the row,
+  grants, audit and NOTIFY only if the row's version still matched — first decision wins
+  (:mod:`._pg_sql`). The audit hash chain is extended inside that statement
+  (:mod:`._pg_schema`), so its lock is held only until COMMIT.
+* **Wake-up across replicas.** One LISTEN connection per store fans notifications out to
+  local waiters and listeners; the row is the truth, so waiters re-read after subscribing,
+  after a reconnect and on a safety interval (:mod:`._pg_listen`).
+* **Sweeper without a leader.** ``due_requests`` leases due rows with ``FOR UPDATE SKIP
+  LOCKED``, so every replica's sweeper takes different requests; a lease ends on the
+  database clock, and the conditional update makes a double expiry impossible anyway.
+* **Fail closed, then recover.** An unreachable database is a :class:`StoreError` within
+  ``timeout_s``; the pool and the listener reconnect by themselves (:mod:`._pg_conn`).
+
+Connections belong to the store's own loop thread (:mod:`._pg_loop`), so any event loop may
+await the store. URL: ``postgresql://user@host/db?schema=signoff&pool_max=8`` (see
+:func:`signoff.store.open_store`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import functools
+import logging
+import os
+import re
+import secrets
+import socket
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import psycopg
+
+from signoff.model import (
+    ApprovalRequest,
+    AuditEvent,
+    AuditRecord,
+    AuditVerification,
+    IdempotencyConflict,
+    NotFound,
+    StoreError,
+    ThreadGrant,
+    Transition,
+    utcnow,
+)
+from signoff.store import _pg_sql
+from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
+from signoff.store._pg_audit import entries_json, to_record
+from signoff.store._pg_batch import AuditBatcher
+from signoff.store._pg_conn import Conn, Connections, connection_lost, redact
+from signoff.store._pg_listen import Listener
+from signoff.store._pg_loop import LoopThread
+from signoff.store._pg_schema import SCHEMA_VERSION, current_version, grant, migrate
+from signoff.store._pg_sql import Statements
+from signoff.store._pg_wake import Wakeups
+from signoff.store._waiting import wait_until_terminal
+from signoff.store.audit import ChainVerifier
+from signoff.store.base import AuditQuery, ChangeListener, Mutation
+
+log = logging.getLogger("signoff.store")
+
+T = TypeVar("T")
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_MAX_ATTEMPTS = 100  # optimistic retries of one update; each lost race means another won
+_VERIFY_CHUNK = 2000
+
+
+class PostgresStore:
+    """Approval requests and the audit log in PostgreSQL, shared by many processes."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "signoff",
+        pool_min: int = 1,
+        pool_max: int = 8,
+        timeout_s: float = 5.0,
+        recheck_s: float = 30.0,
+        claim_s: float = 10.0,
+        direct_host: str | None = None,
+        direct_port: int | None = None,
+        url: str | None = None,
+    ) -> None:
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise StoreError(
+                f"schema {schema!r} is not a plain lower-case identifier (a-z, 0-9, _)"
+            )
+        if not 1 <= pool_min <= pool_max:
+            raise StoreError(f"need 1 <= pool_min <= pool_max, got {pool_min} and {pool_max}")
+        if min(timeout_s, recheck_s, claim_s) <= 0:
+            raise StoreError("timeout_s, recheck_s and claim_s must be positive")
+        self.dsn = dsn
+        self.url = redact(url or dsn)  # logged and shown: never with the password
+        self.schema = schema
+        self.channel = f"signoff:{schema}"
+        self.pool_min, self.pool_max = pool_min, pool_max
+        self.timeout_s, self.recheck_s, self.claim_s = timeout_s, recheck_s, claim_s
+        self.direct = {
+            key: str(value)
+            for key, value in (("host", direct_host), ("port", direct_port))
+            if value is not None
+        }
+        self.origin = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+        self._sql = Statements.for_schema(schema)
+        self._loop = LoopThread(f"signoff-postgres:{schema}")
+        self._connections: Connections | None = None
+        self._listener: Listener | None = None
+        self._wake = Wakeups(self.origin, self._sql, self._conn)
+        self._batcher = AuditBatcher(self._write_audit)
+        self._state_lock = threading.Lock()
+        self._opening: concurrent.futures.Future[None] | None = None
+        self._closed = False
+        self._atexit: Callable[[], None] | None = None
+        self._clock_offset = timedelta(0)
+        self.migrations_applied: list[int] = []
+        self._retries = 0
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redact(self.dsn)!r}, schema={self.schema!r})"
+
+    async def __aenter__(self) -> PostgresStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ---------------------------------------------------------------- lifecycle
+    async def open(self) -> None:
+        await self._ready()
+
+    def _start(self) -> concurrent.futures.Future[None]:
+        with self._state_lock:
+            if self._closed:
+                raise StoreError(f"PostgreSQL store {redact(self.dsn)} is closed")
+            opening = self._opening
+            if opening is None or (opening.done() and opening.exception() is not None):
+                opening = asyncio.run_coroutine_threadsafe(self._open_on_loop(), self._loop.loop)
+                self._opening = opening
+            return opening
+
+    async def _ready(self) -> None:
+        opening = self._start()
+        if not opening.done():
+            await asyncio.wrap_future(opening)
+        opening.result()
+
+    async def _open_on_loop(self) -> None:
+        """Connect, migrate (under an advisory lock), then start the pool and the batcher."""
+        connections = Connections(
+            self.dsn,
+            min_size=self.pool_min,
+            max_size=self.pool_max,
+            timeout_s=self.timeout_s,
+            direct=self.direct,
+        )
+        first = await connections.dedicated(direct=True)  # auth/DNS errors surface here
+        try:
+            with connections.errors("migrating the schema"):
+                self.migrations_applied = await migrate(first, self.schema)
+                self._clock_offset = await _clock_offset(first)
+            await connections.open(first)
+        except BaseException:
+            await first.close()
+            await connections.close()
+            raise
+        self._connections = connections
+        self._listener = Listener(
+            connections,
+            self.channel,
+            on_note=self._wake.on_note,
+            on_connected=self._wake.on_listening,
+            on_recheck=self._wake.recheck,
+            recheck_s=self.recheck_s,
+        )
+        self._batcher.start()
+        if self._wake.listeners:
+            self._listener.start()
+        with self._state_lock:
+            if self._atexit is None:
+                self._atexit = functools.partial(_close_at_exit, weakref.ref(self))
+                atexit.register(self._atexit)
+        if abs(self._clock_offset.total_seconds()) > 1.0:
+            log.warning(
+                "this machine's clock differs from the database's",
+                extra={"offset_s": self._clock_offset.total_seconds()},
+            )
+
+    async def close(self) -> None:
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
+            opening = self._opening
+        await asyncio.to_thread(self._shutdown, opening)
+
+    def _shutdown(self, opening: concurrent.futures.Future[None] | None) -> None:
+        if self._atexit is not None:
+            atexit.unregister(self._atexit)
+        if opening is None and len(self._batcher):  # events queued before open: write them
+            opening = asyncio.run_coroutine_threadsafe(self._open_on_loop(), self._loop.loop)
+        lost = 0
+        if opening is not None:
+            try:
+                opening.result(timeout=self.timeout_s * 3)
+            except Exception as exc:
+                log.warning("the PostgreSQL store never opened", extra={"error": str(exc)})
+            lost = self._loop.run(self._close_on_loop(), timeout=self.timeout_s * 6)
+        self._loop.stop()
+        closed = StoreError(f"store {redact(self.dsn)} was closed while waiting")
+        self._wake.waiters.fail_all(closed)
+        if lost:
+            raise StoreError(
+                f"PostgreSQL store {redact(self.dsn)}: {lost} queued audit events could not "
+                "be written at close (see the log for the cause)"
+            )
+
+    async def _close_on_loop(self) -> int:
+        """Stop the workers, write what is queued; returns how many events could not be."""
+        await self._batcher.stop()
+        if self._connections is not None:
+            try:
+                await self._batcher.flush()
+            except Exception:
+                log.exception("audit events queued at close were not written")
+        if self._listener is not None:
+            await self._listener.stop()
+        if self._connections is not None:
+            await self._connections.close()
+        return len(self._batcher)
+
+    async def _call(self, job: Callable[[], Coroutine[Any, Any, T]], *, write: bool = False) -> T:
+        """Open if needed, then run ``job()`` on the store's loop (a write to completion,
+        even when its caller is cancelled)."""
+        await self._ready()
+        return await self._loop.call(job(), shield=write)
+
+    def _conn(self, doing: str, *, write: bool = False) -> AbstractAsyncContextManager[Conn]:
+        if self._connections is None:
+            raise StoreError(f"PostgreSQL store {redact(self.dsn)} is not open")
+        return self._connections.connection(doing, write=write)
+
+    # ---------------------------------------------------------------- requests
+    async def create_request(
+        self, request: ApprovalRequest, events: list[AuditEvent]
+    ) -> tuple[ApprovalRequest, bool]:
+        prints = fingerprints(request)
+        params = _pg_sql.create_params(request, events, prints, self.origin, self.channel)
+
+        async def job() -> tuple[ApprovalRequest, bool]:
+            async with self._conn("storing a request", write=True) as conn:
+                try:
+                    row = await (await conn.execute(self._sql.create, params)).fetchone()
+                except psycopg.errors.UniqueViolation as exc:
+                    if exc.diag.constraint_name != "call_keys_pkey":
+                        raise
+                    row = None  # some call is stored already: find out which request has it
+                if row is None:
+                    return await self._existing(conn, request, prints), False
+            self._wake.committed(request, events)
+            return request, True
+
+        return await self._call(job, write=True)
+
+    async def _existing(
+        self, conn: Conn, request: ApprovalRequest, prints: dict[str, str]
+    ) -> ApprovalRequest:
+        cur = await conn.execute(self._sql.stored_calls, (request.thread, list(prints)))
+        stored = {cid: StoredCall(rid, fp) for cid, rid, fp in await cur.fetchall()}
+        existing = existing_request_id(request, prints, stored)
+        if existing is None:
+            raise IdempotencyConflict(
+                f"request id {request.id} is already used by other calls; use a new request id"
+            )
+        found = await self._read(conn, existing)
+        if found is None:  # impossible while the foreign key holds
+            raise StoreError(f"call keys point to a missing request {existing}")
+        return found[0]
+
+    async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
+        """Read, run ``mutate`` (keep it pure: it may run again if another writer won the
+        race), then write only if the row is still the version that was read."""
+
+        async def job() -> Transition:
+            async with self._conn("updating a request") as conn:
+                for _ in range(_MAX_ATTEMPTS):
+                    found = await self._read(conn, request_id)
+                    if found is None:
+                        raise NotFound(f"no approval request {request_id}")
+                    current, old_version = found
+                    transition = mutate(current)
+                    if not transition.changed:
+                        return transition
+                    if await self._write(conn, request_id, transition, old_version):
+                        self._wake.committed(transition.request, transition.events)
+                        return transition
+                    self._retries += 1
+            raise StoreError(
+                f"request {request_id} changed {_MAX_ATTEMPTS} times while being updated; try again"
+            )
+
+        return await self._call(job, write=True)
+
+    async def _read(self, conn: Conn, request_id: str) -> tuple[ApprovalRequest, int] | None:
+        row = await (await conn.execute(self._sql.read_doc, (request_id,))).fetchone()
+        if row is None:
+            return None
+        return ApprovalRequest.model_validate_json(row[0]), int(row[1])
+
+    async def _write(
+        self, conn: Conn, request_id: str, transition: Transition, old_version: int
+    ) -> bool:
+        new = transition.request
+        if new.id != request_id:
+            raise StoreError(f"a mutation turned request {request_id} into {new.id}")
+        if new.version <= old_version:
+            new.version = old_version + 1
+        params = _pg_sql.update_params(transition, old_version, self.origin, self.channel)
+        assert self._connections is not None
+        with self._connections.errors("writing a request", write=True):
+            row = await (await conn.execute(self._sql.update, params)).fetchone()
+        return row is not None
+
+    async def get_request(self, request_id: str) -> ApprovalRequest | None:
+        async def job() -> ApprovalRequest | None:
+            found = await self._retry_read("reading a request", lambda c: self._read(c, request_id))
+            return found[0] if found else None
+
+        return await self._call(job)
+
+    async def _retry_read(self, doing: str, read: Callable[[Conn], Awaitable[T]]) -> T:
+        """Reads have no side effects: one retry on a fresh connection if the first broke."""
+        try:
+            async with self._conn(doing) as conn:
+                return await read(conn)
+        except StoreError as exc:
+            if not connection_lost(exc):
+                raise
+        async with self._conn(doing) as conn:
+            return await read(conn)
+
+    async def find_request_by_call(self, thread: str, tool_call_id: str) -> ApprovalRequest | None:
+        async def read(conn: Conn) -> ApprovalRequest | None:
+            cur = await conn.execute(self._sql.by_call, (thread, tool_call_id))
+            row = await cur.fetchone()
+            return ApprovalRequest.model_validate_json(row[0]) if row else None
+
+        return await self._call(lambda: self._retry_read("finding a request by call", read))
+
+    async def list_requests(
+        self,
+        *,
+        status: str | None = None,
+        thread: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[ApprovalRequest]:
+        query, args = _pg_sql.list_requests(self.schema, status=status, thread=thread, kind=kind)
+
+        async def read(conn: Conn) -> list[ApprovalRequest]:
+            cur = await conn.execute(query, [*args, limit, offset])
+            return [ApprovalRequest.model_validate_json(doc) for (doc,) in await cur.fetchall()]
+
+        return await self._call(lambda: self._retry_read("listing requests", read))
+
+    async def due_requests(self, now: datetime, limit: int = 100) -> list[str]:
+        """Claim up to ``limit`` due requests for this store's sweeper (a lease of ``claim_s``
+        on the database clock); other replicas skip them until it ends or the row changes."""
+        params = {
+            "now": _pg_sql.aware(now),
+            "origin": self.origin,
+            "limit": limit,
+            "lease_s": self.claim_s,
+        }
+
+        async def job() -> list[str]:
+            async with self._conn("claiming due requests") as conn:
+                rows = await (await conn.execute(self._sql.claim_due, params)).fetchall()
+            return [request_id for request_id, _ in sorted(rows, key=lambda r: (r[1], r[0]))]
+
+        return await self._call(job, write=True)
+
+    async def next_due_at(self) -> datetime | None:
+        async def read(conn: Conn) -> datetime | None:
+            cur = await conn.execute(self._sql.next_due, {"origin": self.origin})
+            row = await cur.fetchone()
+            return row[0].astimezone(UTC) if row else None
+
+        return await self._call(lambda: self._retry_read("finding the next deadline", read))
+
+    async def thread_grants(self, thread: str) -> list[ThreadGrant]:
+        async def read(conn: Conn) -> list[ThreadGrant]:
+            rows = await (await conn.execute(self._sql.grants, (thread,))).fetchall()
+            return [ThreadGrant(t, a, r, c, at.astimezone(UTC)) for t, a, r, c, at in rows]
+
+        return await self._call(lambda: self._retry_read("reading thread grants", read))
+
+    # ---------------------------------------------------------------- waiting
+    async def wait(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
+        async def read(rid: str) -> ApprovalRequest | None:
+            # Subscribed before reading: a decision committed after this read is notified.
+            await self._call(lambda: self._listening().ready(self.timeout_s))
+            return await self.get_request(rid)
+
+        await self._ready()
+        return await wait_until_terminal(self._wake.waiters, read, request_id, timeout)
+
+    def _listening(self) -> Listener:
+        if self._listener is None:
+            raise StoreError(f"PostgreSQL store {redact(self.dsn)} is not open")
+        return self._listener
+
+    def add_listener(self, listener: ChangeListener) -> Callable[[], None]:
+        remove = self._wake.listeners.add(listener)
+        opening = self._opening
+        if opening is not None and opening.done() and opening.exception() is None:
+            self._loop.loop.call_soon_threadsafe(self._listening().start)
+        return remove
+
+    # ---------------------------------------------------------------- audit
+    def audit_nowait(self, event: AuditEvent) -> None:
+        if self._closed:
+            raise StoreError(
+                f"PostgreSQL store {redact(self.dsn)} is closed; the audit event was not recorded"
+            )
+        self._batcher.put(event)
+
+    async def _write_audit(self, events: list[AuditEvent]) -> None:
+        async with self._conn("writing audit events", write=True) as conn:
+            await conn.execute(self._sql.append_audit, (entries_json(events), self.origin))
+
+    async def append_audit(self, events: list[AuditEvent]) -> None:
+        if events:
+            await self._call(lambda: self._write_audit(events), write=True)
+
+    async def flush_audit(self) -> None:
+        await self._call(self._batcher.flush, write=True)
+
+    async def read_audit(self, query: AuditQuery = AuditQuery()) -> list[AuditRecord]:
+        statement, args = _pg_sql.select_audit(self.schema, query)
+
+        async def read(conn: Conn) -> list[AuditRecord]:
+            return [
+                to_record(row) for row in await (await conn.execute(statement, args)).fetchall()
+            ]
+
+        return await self._call(lambda: self._retry_read("reading the audit log", read))
+
+    async def verify_audit(self) -> AuditVerification:
+        """Walk the chain in chunks: rows are fetched on the store loop, hashed on a thread."""
+        verifier = ChainVerifier()
+
+        def feed(chunk: list[AuditRecord]) -> bool:
+            return all(verifier.feed(record) for record in chunk)
+
+        after = 0
+        while chunk := await self._call(functools.partial(self._audit_chunk, after)):
+            if not await asyncio.to_thread(feed, chunk):
+                break
+            after = chunk[-1].seq
+        return verifier.result()
+
+    async def _audit_chunk(self, after: int) -> list[AuditRecord]:
+        async def read(conn: Conn) -> list[AuditRecord]:
+            cur = await conn.execute(self._sql.audit_chunk, (after, _VERIFY_CHUNK))
+            return [to_record(row) for row in await cur.fetchall()]
+
+        return await self._retry_read("verifying the audit log", read)
+
+    async def count_events(
+        self,
+        event: str,
+        *,
+        tool: str,
+        since: datetime,
+        by: str | None = None,
+        value: str | None = None,
+    ) -> int:
+        statement, args = _pg_sql.count_audit(self.schema, event, tool, since, by, value)
+
+        async def read(conn: Conn) -> int:
+            row = await (await conn.execute(statement, args)).fetchone()
+            return int(row[0]) if row else 0
+
+        return await self._call(lambda: self._retry_read("counting audit events", read))
+
+    async def run(
+        self, job: Callable[[Conn], Awaitable[T]], *, doing: str, write: bool = False
+    ) -> T:
+        """Run ``job`` with a pooled autocommit connection on the store's loop.
+
+        For components that keep their own tables next to the store's (the server's tokens,
+        sessions and links), so they share its connections, errors and recovery.
+        """
+
+        async def call() -> T:
+            async with self._conn(doing, write=write) as conn:
+                return await job(conn)
+
+        return await self._call(call)
+
+    async def grant(self, role: str, *, server: bool) -> None:
+        """Grant ``role`` what a replica needs (run as the schema's owner, after opening)."""
+
+        async def job(conn: Conn) -> None:
+            await grant(conn, self.schema, role, server=server)
+
+        await self.run(job, doing=f"granting {role} access")
+
+    async def schema_version(self) -> tuple[int, int]:
+        """(the database's schema version, the one this signoff writes), without migrating."""
+
+        async def read() -> int:
+            conn = await Connections(
+                self.dsn, min_size=1, max_size=1, timeout_s=self.timeout_s, direct=self.direct
+            ).dedicated(direct=True)
+            try:
+                return await current_version(conn, self.schema)
+            finally:
+                await conn.close()
+
+        with self._state_lock:
+            if self._closed:
+                raise StoreError(f"PostgreSQL store {redact(self.dsn)} is closed")
+        return await self._loop.call(read()), SCHEMA_VERSION
+
+    # ---------------------------------------------------------------- clock and stats
+    def now(self) -> datetime:
+        """The database's clock, estimated without a round trip (offset measured at open)."""
+        return utcnow() + self._clock_offset
+
+    async def clock(self) -> datetime:
+        """The database's clock, read now (one round trip)."""
+
+        async def read(conn: Conn) -> datetime:
+            row = await (await conn.execute("SELECT now()")).fetchone()
+            assert row is not None
+            return row[0].astimezone(UTC)  # type: ignore[no-any-return]
+
+        return await self._call(lambda: self._retry_read("reading the clock", read))
+
+    def stats(self) -> dict[str, Any]:
+        listener = self._listener
+        return {
+            "backend": "postgresql",
+            "dsn": redact(self.dsn),
+            "schema": self.schema,
+            "origin": self.origin,
+            "waiters": len(self._wake.waiters),
+            "listening": bool(listener and listener.connected),
+            "listener_connects": listener.connects if listener else 0,
+            "notifications": listener.notifications if listener else 0,
+            "rechecks": listener.rechecks if listener else 0,
+            "cross_process_wakes": self._wake.cross_process_wakes,
+            "rechecked_wakes": self._wake.rechecked_wakes,
+            "replayed_to_listeners": self._wake.replayed,
+            "update_retries": self._retries,
+            "audit_queued": len(self._batcher),
+            "audit_batches": self._batcher.batches,
+            "audit_batched_events": self._batcher.batched_events,
+            "clock_offset_s": round(self._clock_offset.total_seconds(), 6),
+            "pool": self._connections.stats() if self._connections else {},
+        }
+
+
+async def _clock_offset(conn: Conn) -> timedelta:
+    """Database clock minus this machine's, halfway through one round trip."""
+    before = utcnow()
+    row = await (await conn.execute("SELECT now()")).fetchone()
+    after = utcnow()
+    assert row is not None
+    db_now: datetime = row[0]
+    return db_now - (before + (after - before) / 2)
+
+
+def _close_at_exit(ref: weakref.ReferenceType[PostgresStore]) -> None:
+    """Flush queued audit events of a store its owner forgot to close."""
+    store = ref()
+    if store is None:
+        return
+    with store._state_lock:
+        if store._closed:
+            return
+        store._closed = True
+        opening = store._opening
+    try:
+        store._shutdown(opening)
+    except Exception:
+        log.exception("closing the PostgreSQL store at exit failed")
