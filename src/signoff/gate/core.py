@@ -873,11 +873,16 @@ class Gate:
         roles = (
             frozenset(approver_roles) if approver_roles is not None else self.policy.roles_of(who)
         )
-        req = await self._get(request_id)
-        records = self.validate_decisions(req, decisions, approver=who, channel=channel)
-        tr = await self._update(
-            request_id, lambda r: apply_decisions(r, records, approver_roles=roles, now=utcnow())
-        )
+        parsed = _parse_decisions(decisions)
+
+        def mutate(fresh: ApprovalRequest) -> Transition:
+            # Validated against the freshest row inside the write transaction: one store
+            # round trip instead of a read then a write, and positional decisions line up
+            # with what is pending *now*. Raising here stores nothing.
+            records = self.validate_decisions(fresh, parsed, approver=who, channel=channel)
+            return apply_decisions(fresh, records, approver_roles=roles, now=utcnow())
+
+        tr = await self._update(request_id, mutate)
         await self._after_change(tr)
         return tr.request
 
