@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import cycles, guard, policy, resume, server
+from benchmarks import channels, cycles, guard, policy, resume, server
 from benchmarks import langchain as langchain_agents
 from benchmarks import mcp as mcp_proxy
 from benchmarks import postgres as postgres_replicas
@@ -60,6 +60,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "postgres",
             postgres_replicas,
             "PostgreSQL replicas: statement costs, wake across replicas, cycles/s, sweeper",
+        ),
+        _entry(
+            "channels",
+            channels,
+            "Channels: submit -> first notification received; forged callbacks accepted",
         ),
     )
 }

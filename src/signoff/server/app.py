@@ -21,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from signoff.gate import Gate
 from signoff.model import SignoffError
-from signoff.server import api_audit, api_events, api_requests, inbox, links, ops, signin
+from signoff.server import api_audit, api_events, api_requests, hooks, inbox, links, ops, signin
 from signoff.server.db import server_db_for
 from signoff.server.errors import (
     ApiError,
@@ -91,6 +91,7 @@ def create_app(
             *signin.routes,
             *inbox.routes,
             *links.routes,
+            *hooks.routes,
             Mount(
                 "/static",
                 app=StaticFiles(directory=str(files("signoff.server").joinpath("static"))),
@@ -107,6 +108,7 @@ def create_app(
     )
     app.state.signoff = state
     app.state.links = links.LinkIssuer(state)
+    hooks.attach(app)
     return app
 
 

@@ -77,7 +77,38 @@ def _v1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1,)
+_V2 = (
+    """CREATE TABLE outbox (
+        id          TEXT PRIMARY KEY,  -- deterministic: also the provider's idempotency key
+        request_id  TEXT NOT NULL REFERENCES requests (id),
+        channel     TEXT NOT NULL,
+        kind        TEXT NOT NULL
+                    CHECK (kind IN ('prompt', 'reminder', 'escalation', 'update', 'event')),
+        recipient   TEXT NOT NULL,
+        person      TEXT,
+        data        TEXT NOT NULL,     -- JSON
+        status      TEXT NOT NULL
+                    CHECK (status IN ('pending', 'sending', 'sent', 'failed', 'cancelled')),
+        attempts    INTEGER NOT NULL DEFAULT 0,
+        created_at  REAL NOT NULL,     -- unix seconds
+        next_at     REAL NOT NULL,     -- unix seconds: when a pending row is due
+        lease_until REAL,              -- unix seconds: when a sending row may be claimed again
+        ref         TEXT,              -- JSON: the provider's message reference
+        error       TEXT
+    )""",
+    "CREATE INDEX outbox_due ON outbox (next_at) WHERE status = 'pending'",
+    "CREATE INDEX outbox_leased ON outbox (lease_until) WHERE status = 'sending'",
+    "CREATE INDEX outbox_request ON outbox (request_id)",
+)
+
+
+def _v2(conn: sqlite3.Connection) -> None:
+    """The notification outbox (written with the request, claimed under a lease)."""
+    for statement in _V2:
+        conn.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -23,10 +23,10 @@ Rules every implementation keeps:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from signoff.model import (
     ApprovalRequest,
@@ -35,6 +35,7 @@ from signoff.model import (
     AuditVerification,
     ThreadGrant,
     Transition,
+    utcnow,
 )
 
 Mutation = Callable[[ApprovalRequest], Transition]
@@ -168,3 +169,119 @@ class Store(Protocol):
     def stats(self) -> dict[str, Any]:
         """Backend-specific counters for diagnostics and metrics."""
         ...
+
+
+# ---------------------------------------------------------------- notification outbox
+OutboxKind = Literal["prompt", "reminder", "escalation", "update", "event"]
+OutboxStatus = Literal["pending", "sending", "sent", "failed", "cancelled"]
+OutboxOutcome = Literal["sent", "failed", "cancelled"]
+
+#: Messages that ask a human for a decision: pointless (and misleading) once the request
+#: is decided, so they are cancelled then. Updates and events are facts: they still go out.
+PROMPT_KINDS: tuple[OutboxKind, ...] = ("prompt", "reminder", "escalation")
+
+
+@dataclass(slots=True)
+class OutboxItem:
+    """One message to send through one channel: a row of the notification outbox.
+
+    ``id`` is deterministic (request, kind, channel, recipient), so writing the same item
+    twice — a retried escalation, a decision racing a send — stores it once. It is also the
+    provider's idempotency key (``webhook-id``, LINE retry key, Discord nonce, Message-ID).
+    ``ref`` is what the provider answered (Slack ``channel``+``ts``, a Discord message id),
+    kept so the message can be updated when the request resolves.
+    """
+
+    id: str
+    request_id: str
+    channel: str
+    kind: OutboxKind
+    recipient: str
+    next_at: datetime
+    person: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    status: OutboxStatus = "pending"
+    attempts: int = 0
+    created_at: datetime = field(default_factory=utcnow)
+    lease_until: datetime | None = None
+    ref: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@runtime_checkable
+class Outbox(Protocol):
+    """The notification outbox: at-least-once delivery that survives a crash.
+
+    Why it lives in the store: a request and the messages announcing it are written in one
+    transaction (:meth:`OutboxStore.create_request`), so a crash can lose neither without
+    the other. Workers *claim* due rows under a lease (any number of processes or replicas
+    share the work; a worker killed mid-send leaves its rows to be claimed again once the
+    lease ends) and then complete, retry or fail them.
+    """
+
+    async def enqueue_outbox(self, items: Sequence[OutboxItem]) -> int:
+        """Insert items whose id is not stored yet (insert-or-ignore); returns how many."""
+        ...
+
+    async def claim_outbox(
+        self,
+        now: datetime,
+        *,
+        limit: int = 50,
+        lease_s: float = 60.0,
+        channels: Collection[str] | None = None,
+    ) -> list[OutboxItem]:
+        """Lease up to ``limit`` due rows (``pending`` with ``next_at <= now``, or ``sending``
+        whose lease ended), oldest ``next_at`` first, optionally only for ``channels``.
+
+        Each claimed row becomes ``sending`` with ``attempts + 1`` and
+        ``lease_until = now + lease_s``, atomically: two workers never claim one row while
+        its lease holds."""
+        ...
+
+    async def complete_outbox(
+        self,
+        item_id: str,
+        *,
+        status: OutboxOutcome = "sent",
+        ref: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Finish a row: ``sent`` (with the provider's ``ref``), ``failed`` or ``cancelled``."""
+        ...
+
+    async def retry_outbox(self, item_id: str, *, next_at: datetime, error: str) -> None:
+        """Give a claimed row back as ``pending`` until ``next_at``, noting the error."""
+        ...
+
+    async def cancel_outbox_for(
+        self, request_id: str, kinds: Collection[str] = PROMPT_KINDS
+    ) -> int:
+        """Cancel the request's ``pending`` rows of these kinds (a row being sent is left to
+        its worker, which checks the request before sending); returns how many."""
+        ...
+
+    async def outbox_for(self, request_id: str) -> list[OutboxItem]:
+        """Every row of one request, oldest first (for updates, diagnostics and tests)."""
+        ...
+
+    async def next_outbox_at(self, channels: Collection[str] | None = None) -> datetime | None:
+        """When the next row falls due: the earliest pending ``next_at`` or sending
+        ``lease_until`` (for the worker's sleep)."""
+        ...
+
+
+@runtime_checkable
+class OutboxStore(Store, Outbox, Protocol):
+    """A store with a durable notification outbox (SQLite and memory; PostgreSQL next).
+
+    ``create_request`` takes the request's first outbox rows and writes them in the same
+    transaction as the request — only when the request is created (an idempotent repeat
+    writes nothing)."""
+
+    async def create_request(
+        self,
+        request: ApprovalRequest,
+        events: list[AuditEvent],
+        outbox: Sequence[OutboxItem] = (),
+    ) -> tuple[ApprovalRequest, bool]: ...

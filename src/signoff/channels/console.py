@@ -1,0 +1,49 @@
+"""The console channel: one line per request and per outcome on the terminal (development).
+
+An in-process :class:`~signoff.channels.Channel` — nothing to retry, nothing to verify.
+Arguments are redacted like in any chat message; the line says how to decide.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from signoff.channels import message
+from signoff.channels.redact import Redactor
+from signoff.model import ApprovalRequest
+
+if TYPE_CHECKING:
+    from signoff.channels.config import ConsoleConfig
+    from signoff.gate import Gate
+
+
+class ConsoleChannel:
+    """Prints ``[signoff] Approval needed: …`` and ``[signoff] req_… ✅ Approved by …``."""
+
+    name = "console"
+
+    def __init__(self, config: ConsoleConfig | None = None, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self._which = config.stream if config is not None else "stderr"
+
+    @property
+    def stream(self) -> TextIO:
+        if self._stream is not None:
+            return self._stream
+        return sys.stdout if self._which == "stdout" else sys.stderr
+
+    async def notify(self, request: ApprovalRequest, gate: Gate) -> None:
+        redact = Redactor.from_policy(gate.policy)
+        text = message.question(request) or "; ".join(message.call_lines(request, redact))
+        self._write(
+            f"[signoff] {message.title(request)} ({request.id}): {text}\n"
+            f"[signoff]   {message.context_line(request)}\n"
+            f"[signoff]   {message.cli_hint(request)}"
+        )
+
+    async def resolved(self, request: ApprovalRequest, gate: Gate) -> None:
+        self._write(f"[signoff] {request.id}: {message.outcome(request)}")
+
+    def _write(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
