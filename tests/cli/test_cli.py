@@ -305,3 +305,26 @@ def test_demo_runs_to_completion_without_a_terminal(tmp_path: Path) -> None:
     assert "not today" in out  # a rejection reached the agent
     assert '"amount": 25' in out  # an edit ran with the edited amount
     assert "rm -rf dist" in out
+
+
+def test_policy_check_reports_bad_channel_and_server_sections(tmp_path: Path) -> None:
+    path = tmp_path / "signoff.yaml"
+    path.write_text(
+        textwrap.dedent(POLICY)
+        + "channels:\n  slack: {bot_token: xoxb-inline-secret, signing_secret: abc}\n"
+    )
+    code, output = invoke("policy", "check", "--config", str(path), "--json")
+    assert code == 2
+    assert "channels.slack" in output
+    path.write_text(textwrap.dedent(POLICY) + "serve: {port: not-a-port}\n")
+    code, output = invoke("policy", "check", "--config", str(path), "--json")
+    assert code == 2 and "serve.port" in output
+
+
+def test_serve_never_prints_a_store_password() -> None:
+    from signoff.cli.server_commands import _redacted_url
+
+    assert _redacted_url("postgresql://app:s3cret@db:5432/signoff") == (
+        "postgresql://app:***@db:5432/signoff"
+    )
+    assert _redacted_url("sqlite:///x.db") == "sqlite:///x.db"

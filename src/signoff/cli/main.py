@@ -116,17 +116,59 @@ def policy_check(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
         raise typer.Exit(2) from None
     except OSError as exc:
         fail(f"cannot read {path}: {exc}", 2)
+    section_errors, section_warnings = section_problems(policy)
+    warnings = [*policy.warnings, *section_warnings]
+    if section_errors:
+        if as_json:
+            emit_json({"ok": False, "errors": section_errors})
+        else:
+            err.print(f"[bold red]{path}: {len(section_errors)} error(s)[/]")
+            for line in section_errors:
+                err.print(f"  • {line}")
+        raise typer.Exit(2)
     summary = policy.summary()
     if as_json:
-        emit_json(
-            {"ok": True, "summary": summary, "warnings": policy.warnings, "hash": policy.hash}
-        )
+        emit_json({"ok": True, "summary": summary, "warnings": warnings, "hash": policy.hash})
         return
     out.print(f"[green]✓[/] {path} is valid (policy {policy.short_hash})")
     for key, value in summary.items():
         out.print(f"  {key}: {value}")
-    for warning in policy.warnings:
+    for warning in warnings:
         out.print(f"  [yellow]warning:[/] {warning}")
+
+
+def section_problems(policy: Policy) -> tuple[list[str], list[str]]:
+    """Check the sections other parts own (channels, serve, auth, ui, remote).
+
+    Returns (errors, warnings); an unset ``${ENV_VAR}`` is a warning here (the secret may
+    only exist where the server runs), everything else an error.
+    """
+    from signoff.channels import config as channel_config
+
+    filename = policy.path.name if policy.path else "signoff.yaml"
+    errors: list[str] = []
+    warnings: list[str] = []
+    if policy.sections.get("channels"):
+        try:
+            channel_config.parse(policy.sections["channels"], filename=filename)
+        except PolicyError as exc:
+            errors.append(str(exc))
+    server_keys = ("serve", "auth", "ui", "remote")
+    try:
+        from signoff.server.settings import ServerSettings, remote_settings
+    except ImportError:
+        if any(policy.sections.get(k) for k in server_keys):
+            warnings.append("serve/auth/ui/remote were not checked: install signoff[server]")
+        return errors, warnings
+    checks: list[Any] = [lambda: ServerSettings.from_sections(policy.sections, filename=filename)]
+    if policy.sections.get("remote"):
+        checks.append(lambda: remote_settings(policy.sections["remote"], filename=filename))
+    for check in checks:
+        try:
+            check()
+        except PolicyError as exc:
+            (warnings if "environment variable" in exc.message else errors).append(str(exc))
+    return errors, warnings
 
 
 @policy_app.command("explain")

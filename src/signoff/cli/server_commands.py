@@ -94,7 +94,8 @@ def serve(
     app = create_app(gate, settings, owns_gate=True)
     public = settings.serve.public_url or f"http://{bind_host}:{bind_port}"
     cli.err.print(
-        f"signoff serve: inbox at {public}/inbox, API at {public}/v1 (store {policy.store_url})"
+        f"signoff serve: inbox at {public}/inbox, API at {public}/v1 "
+        f"(store {_redacted_url(policy.store_url)})"
     )
     run(app, bind_host, bind_port, access_log=settings.serve.access_log)
 
@@ -107,7 +108,8 @@ def _db(policy: Policy) -> ServerDB:
     if not isinstance(store, MemoryStore):  # SQLite file or PostgreSQL database
         return server_db_for(store)
     _cli().fail(
-        f"tokens and links are kept beside a persistent store; {policy.store_url} is not "
+        "tokens and links are kept beside a persistent store; "
+        f"{_redacted_url(policy.store_url)} is not "
         "one (use store: sqlite:///signoff.db)",
         2,
     )
@@ -272,3 +274,15 @@ def link(
 
 
 __all__ = ["register"]
+
+
+def _redacted_url(url: str) -> str:
+    """The store URL without a password (it is printed and may end up in logs)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
