@@ -17,24 +17,13 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
+from signoff.channels.redact import DEFAULT_REDACT_KEYS  # one list for inbox and chat
 from signoff.model import PolicyError
 from signoff.policy.durations import parse_duration
 
 M = TypeVar("M", bound=BaseModel)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
-#: Argument names whose values the inbox never shows (case-insensitive regular expressions).
-DEFAULT_REDACT_KEYS = (
-    r"pass(word|wd|phrase)?",
-    r"secret",
-    r"token",
-    r"api[_-]?key",
-    r"auth(orization)?",
-    r"credential",
-    r"private[_-]?key",
-    r"cookie",
-    r"session",
-)
 
 
 def _duration(value: object) -> float:
