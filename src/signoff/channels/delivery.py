@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -94,6 +95,7 @@ class Delivery:
         self.base_url: Callable[[], str | None] = lambda: public_url
         self.sent = 0
         self.failed = 0
+        self.failed_by_channel: Counter[str] = Counter()  # for /metrics
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
@@ -356,6 +358,7 @@ class Delivery:
             error += " (no retry before the request's deadline)"
         await self.outbox.complete_outbox(item.id, status="failed", error=error)
         self.failed += 1
+        self.failed_by_channel[item.channel] += 1
         log.warning(
             "channel %s gave up on %s for %s: %s", item.channel, item.kind, item.request_id, error
         )

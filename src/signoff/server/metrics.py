@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from signoff.model import ApprovalRequest
@@ -58,7 +58,7 @@ class Metrics:
         self._ttd_count += 1
         self._ttd_sum += seconds
 
-    def render(self, pending: int) -> str:
+    def render(self, pending: int, outbox_failures: Mapping[str, int] | None = None) -> str:
         lines = [
             "# HELP signoff_pending_requests Approval requests waiting for a decision.",
             "# TYPE signoff_pending_requests gauge",
@@ -86,7 +86,9 @@ class Metrics:
             "# HELP signoff_notification_failures_total Notifications a channel failed to send.",
             "# TYPE signoff_notification_failures_total counter",
         ]
-        for channel, n in sorted(self.notification_failures.items()):
+        failures = Counter(self.notification_failures)
+        failures.update(outbox_failures or {})  # provider channels sent by the outbox worker
+        for channel, n in sorted(failures.items()):
             lines.append(f'signoff_notification_failures_total{{channel="{_esc(channel)}"}} {n}')
         lines += [
             "# HELP signoff_long_polls Agents waiting in GET /v1/requests/{id}/wait right now.",

@@ -29,8 +29,11 @@ async def healthz(request: Request) -> Response:
 async def metrics(request: Request) -> Response:
     state = state_of(request)
     pending = await count_pending(state)
+    delivery = getattr(state.gate, "delivery", None)
+    failures = getattr(delivery, "failed_by_channel", None)
     return PlainTextResponse(
-        state.metrics.render(pending), media_type="text/plain; version=0.0.4; charset=utf-8"
+        state.metrics.render(pending, failures),
+        media_type="text/plain; version=0.0.4; charset=utf-8",
     )
 
 

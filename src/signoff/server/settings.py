@@ -25,7 +25,6 @@ M = TypeVar("M", bound=BaseModel)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-
 def _duration(value: object) -> float:
     try:
         return parse_duration(value)
