@@ -1,7 +1,7 @@
 """Two ``signoff serve`` replicas behind one PostgreSQL database, as behind a load balancer:
 an agent parked on one is woken by a decision taken on the other, and deadlines are swept
-exactly once between them. (Notifications sent once across replicas — the outbox — arrive
-with the channels issue.)"""
+exactly once between them. (Notifications sent once across replicas — the shared outbox — are
+tested in ``test_replica_outbox.py``.)"""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
 """The notification outbox contract (``Outbox`` / ``OutboxStore`` in signoff/store/base.py).
 
-Run against the backends that implement it — built here rather than through the shared
-``store`` fixture, which also covers PostgreSQL (its outbox comes next).
+Run against every built-in backend: memory, SQLite and PostgreSQL (a schema of its own on
+the throwaway cluster of :mod:`tests.store.pg_cluster`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sqlite3
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
@@ -18,21 +19,30 @@ from signoff.model import utcnow
 from signoff.store import MemoryStore, SQLiteStore
 from signoff.store._sqlite_schema import _V1, SCHEMA_VERSION
 from signoff.store.base import OutboxItem, OutboxStore
+from signoff.store.postgres import PostgresStore
+from tests.store import pg_cluster
 from tests.store.factories import created_events, make_request
 
 pytestmark = pytest.mark.asyncio
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def outbox_store(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[OutboxStore]:
-    store: OutboxStore = (
-        MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "signoff.db")
-    )
+    store: OutboxStore
+    if request.param == "memory":
+        store = MemoryStore()
+    elif request.param == "sqlite":
+        store = SQLiteStore(tmp_path / "signoff.db")
+    else:
+        url = request.getfixturevalue("pg_url")
+        store = PostgresStore(url, schema=f"t_{secrets.token_hex(6)}", pool_max=4)
     await store.open()
     yield store
     await store.close()
+    if isinstance(store, PostgresStore):
+        pg_cluster.drop_schema(store.dsn, store.schema)
 
 
 def item(

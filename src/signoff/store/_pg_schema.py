@@ -128,7 +128,45 @@ _V1 = (
     "REVOKE UPDATE, DELETE, TRUNCATE ON {s}.audit FROM CURRENT_USER",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2 = (
+    """CREATE TABLE {s}.outbox (
+        id          text PRIMARY KEY,  -- deterministic: also the provider's idempotency key
+        request_id  text NOT NULL REFERENCES {s}.requests (id),
+        channel     text NOT NULL,
+        kind        text NOT NULL
+                    CHECK (kind IN ('prompt', 'reminder', 'escalation', 'update', 'event')),
+        recipient   text NOT NULL,
+        person      text,
+        data        jsonb NOT NULL,
+        status      text NOT NULL
+                    CHECK (status IN ('pending', 'sending', 'sent', 'failed', 'cancelled')),
+        attempts    integer NOT NULL DEFAULT 0,
+        created_at  timestamptz NOT NULL,
+        next_at     timestamptz NOT NULL,  -- when a pending row is due
+        lease_until timestamptz,           -- when a sending row may be claimed again
+        ref         jsonb,                 -- the provider's message reference
+        error       text
+    )""",
+    "CREATE INDEX outbox_due ON {s}.outbox (next_at, id) WHERE status = 'pending'",
+    "CREATE INDEX outbox_leased ON {s}.outbox (lease_until) WHERE status = 'sending'",
+    "CREATE INDEX outbox_request ON {s}.outbox (request_id)",
+    # Roles already granted the request tables (``signoff db upgrade --grant``) get the
+    # outbox too, so replicas keep working after the upgrade without a second grant.
+    """DO $do$
+    DECLARE r text;
+    BEGIN
+        FOR r IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
+                 WHERE table_schema = {schema} AND table_name = 'requests'
+                   AND privilege_type = 'INSERT' AND grantee <> current_user
+                   AND grantee <> 'PUBLIC'
+        LOOP
+            EXECUTE format('GRANT SELECT, INSERT, UPDATE ON %I.outbox TO %I', {schema}, r);
+        END LOOP;
+    END
+    $do$""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _VERSION_TABLE = """CREATE TABLE IF NOT EXISTS {s}.schema_migrations (
@@ -138,7 +176,9 @@ _VERSION_TABLE = """CREATE TABLE IF NOT EXISTS {s}.schema_migrations (
 
 
 def _q(template: str, schema: str) -> sql.Composed:
-    return sql.SQL(template).format(s=sql.Identifier(schema), genesis=sql.Literal(GENESIS_HASH))
+    return sql.SQL(template).format(
+        s=sql.Identifier(schema), schema=sql.Literal(schema), genesis=sql.Literal(GENESIS_HASH)
+    )
 
 
 async def current_version(conn: AsyncConnection[Any], schema: str) -> int:
@@ -209,7 +249,7 @@ APP_GRANTS = (
     "GRANT USAGE ON SCHEMA {s} TO {role}",
     "GRANT SELECT ON {s}.schema_migrations TO {role}",
     "GRANT SELECT, INSERT, UPDATE ON {s}.requests, {s}.call_keys, {s}.thread_grants, "
-    "{s}.audit_head TO {role}",
+    "{s}.audit_head, {s}.outbox TO {role}",
     "GRANT SELECT, INSERT ON {s}.audit TO {role}",
 )
 SERVER_GRANTS = (

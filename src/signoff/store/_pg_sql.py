@@ -1,8 +1,9 @@
 """The PostgreSQL store's SQL, one statement per operation where the contract allows it.
 
-* **create**: insert the request and its call keys, chain the audit events, NOTIFY — one
-  statement, so one round trip and one commit (research §2.2: 0.49 ms against 0.78-0.85 ms
-  for BEGIN/INSERT/INSERT/COMMIT). A duplicate call key aborts it; the caller then reads.
+* **create**: insert the request, its call keys and its first notification outbox rows
+  (:mod:`._pg_outbox`), chain the audit events, NOTIFY — one statement, so one round trip
+  and one commit (research §2.2: 0.49 ms against 0.78-0.85 ms for BEGIN/INSERT/INSERT/
+  COMMIT). A duplicate call key aborts it; the caller then reads.
 * **update**: the mutation is Python (the shared state machine), so it is a read, then one
   conditional statement ``UPDATE … WHERE id = $1 AND version = $2`` that also writes grants
   and audit rows and NOTIFYs — all only when the version still matched (first decision wins;
@@ -18,6 +19,7 @@ last audit row of the change, which lets a listener that reconnects catch up fro
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -26,11 +28,13 @@ from psycopg import sql
 
 from signoff.model import ApprovalRequest, AuditEvent, Transition
 from signoff.store._pg_audit import entries_json
+from signoff.store._pg_outbox import CREATE_CTE, rows_json
 from signoff.store._waiting import listener_event
 from signoff.store.audit import iso_utc
-from signoff.store.base import AuditQuery
+from signoff.store.base import AuditQuery, OutboxItem
 
-_CREATE = """
+_CREATE = (
+    """
 WITH ins AS (
     INSERT INTO {s}.requests (id, kind, thread, status, created_at, due_at, version, doc)
     VALUES (%(id)s, %(kind)s, %(thread)s, %(status)s, %(created_at)s, %(due_at)s,
@@ -39,10 +43,14 @@ WITH ins AS (
     RETURNING id),
 keys AS (
     INSERT INTO {s}.call_keys (thread, tool_call_id, request_id, fingerprint)
-    SELECT %(thread)s, k.key, ins.id, k.value FROM ins, json_each_text(%(prints)s::json) k)
+    SELECT %(thread)s, k.key, ins.id, k.value FROM ins, json_each_text(%(prints)s::json) k),
+"""
+    + CREATE_CTE
+    + """
 SELECT a.seq, pg_notify(%(channel)s, %(note)s::text || a.seq || '}}')
 FROM ins, LATERAL (SELECT {s}.audit_append(%(audit)s::json, %(origin)s) AS seq) a
 """
+)
 
 _UPDATE = """
 WITH u AS (
@@ -215,6 +223,7 @@ def create_params(
     prints: dict[str, str],
     origin: str,
     channel: str,
+    outbox: Sequence[OutboxItem] = (),
 ) -> dict[str, Any]:
     return {
         "id": request.id,
@@ -226,6 +235,7 @@ def create_params(
         "version": request.version,
         "doc": request.model_dump_json(),
         "prints": json.dumps(prints),
+        "outbox": rows_json(outbox),
         "audit": entries_json(events),
         "origin": origin,
         "channel": channel,

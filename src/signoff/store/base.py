@@ -273,7 +273,8 @@ class Outbox(Protocol):
 
 @runtime_checkable
 class OutboxStore(Store, Outbox, Protocol):
-    """A store with a durable notification outbox (SQLite and memory; PostgreSQL next).
+    """A store with a durable notification outbox (every built-in store: memory, SQLite and
+    PostgreSQL; a third-party ``Store`` without one gets an in-memory outbox from the gate).
 
     ``create_request`` takes the request's first outbox rows and writes them in the same
     transaction as the request — only when the request is created (an idempotent repeat

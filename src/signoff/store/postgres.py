@@ -13,6 +13,9 @@ Same contract as every store (:mod:`signoff.store.base`), built for several proc
 * **Sweeper without a leader.** ``due_requests`` leases due rows with ``FOR UPDATE SKIP
   LOCKED``, so every replica's sweeper takes different requests; a lease ends on the
   database clock, and the conditional update makes a double expiry impossible anyway.
+* **A shared notification outbox.** A request's first messages are written in its create
+  statement; every replica's delivery worker claims due rows with ``FOR UPDATE SKIP
+  LOCKED`` under a lease, so each message is sent by one replica (:mod:`._pg_outbox`).
 * **Fail closed, then recover.** An unreachable database is a :class:`StoreError` within
   ``timeout_s``; the pool and the listener reconnect by themselves (:mod:`._pg_conn`).
 
@@ -34,7 +37,7 @@ import secrets
 import socket
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -60,12 +63,22 @@ from signoff.store._pg_batch import AuditBatcher
 from signoff.store._pg_conn import Conn, Connections, connection_lost, redact
 from signoff.store._pg_listen import Listener
 from signoff.store._pg_loop import LoopThread
+from signoff.store._pg_outbox import OutboxStatements, channels_param, claim_params, ref_json
+from signoff.store._pg_outbox import rows_json as outbox_json
+from signoff.store._pg_outbox import to_item as outbox_item
 from signoff.store._pg_schema import SCHEMA_VERSION, current_version, grant, migrate
 from signoff.store._pg_sql import Statements
 from signoff.store._pg_wake import Wakeups
 from signoff.store._waiting import wait_until_terminal
 from signoff.store.audit import ChainVerifier
-from signoff.store.base import AuditQuery, ChangeListener, Mutation
+from signoff.store.base import (
+    PROMPT_KINDS,
+    AuditQuery,
+    ChangeListener,
+    Mutation,
+    OutboxItem,
+    OutboxOutcome,
+)
 
 log = logging.getLogger("signoff.store")
 
@@ -113,6 +126,7 @@ class PostgresStore:
         }
         self.origin = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self._sql = Statements.for_schema(schema)
+        self._outbox = OutboxStatements.for_schema(schema)
         self._loop = LoopThread(f"signoff-postgres:{schema}")
         self._connections: Connections | None = None
         self._listener: Listener | None = None
@@ -253,10 +267,13 @@ class PostgresStore:
 
     # ---------------------------------------------------------------- requests
     async def create_request(
-        self, request: ApprovalRequest, events: list[AuditEvent]
+        self,
+        request: ApprovalRequest,
+        events: list[AuditEvent],
+        outbox: Sequence[OutboxItem] = (),
     ) -> tuple[ApprovalRequest, bool]:
         prints = fingerprints(request)
-        params = _pg_sql.create_params(request, events, prints, self.origin, self.channel)
+        params = _pg_sql.create_params(request, events, prints, self.origin, self.channel, outbox)
 
         async def job() -> tuple[ApprovalRequest, bool]:
             async with self._conn("storing a request", write=True) as conn:
@@ -406,6 +423,96 @@ class PostgresStore:
             return [ThreadGrant(t, a, r, c, at.astimezone(UTC)) for t, a, r, c, at in rows]
 
         return await self._call(lambda: self._retry_read("reading thread grants", read))
+
+    # ---------------------------------------------------------------- outbox
+    async def enqueue_outbox(self, items: Sequence[OutboxItem]) -> int:
+        if not items:
+            return 0
+        rows = outbox_json(items)
+
+        async def job() -> int:
+            async with self._conn("queueing notifications", write=True) as conn:
+                return (await conn.execute(self._outbox.insert, (rows,))).rowcount
+
+        return await self._call(job, write=True)
+
+    async def claim_outbox(
+        self,
+        now: datetime,
+        *,
+        limit: int = 50,
+        lease_s: float = 60.0,
+        channels: Collection[str] | None = None,
+    ) -> list[OutboxItem]:
+        """Lease due rows with ``FOR UPDATE SKIP LOCKED``: every replica's worker takes
+        different rows, none waits for another's."""
+        if limit <= 0 or (channels is not None and not channels):
+            return []
+        params = claim_params(now, limit, lease_s, channels)
+
+        async def job() -> list[OutboxItem]:
+            async with self._conn("claiming notifications") as conn:
+                rows = await (await conn.execute(self._outbox.claim, params)).fetchall()
+            items = [outbox_item(row) for row in rows]
+            return sorted(items, key=lambda i: (i.next_at, i.id))
+
+        return await self._call(job, write=True)
+
+    async def complete_outbox(
+        self,
+        item_id: str,
+        *,
+        status: OutboxOutcome = "sent",
+        ref: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        args = (status, ref_json(ref), error, item_id)
+
+        async def job() -> None:
+            async with self._conn("finishing a notification", write=True) as conn:
+                await conn.execute(self._outbox.complete, args)
+
+        await self._call(job, write=True)
+
+    async def retry_outbox(self, item_id: str, *, next_at: datetime, error: str) -> None:
+        args = (_pg_sql.aware(next_at), error, item_id)
+
+        async def job() -> None:
+            async with self._conn("rescheduling a notification", write=True) as conn:
+                await conn.execute(self._outbox.retry, args)
+
+        await self._call(job, write=True)
+
+    async def cancel_outbox_for(
+        self, request_id: str, kinds: Collection[str] = PROMPT_KINDS
+    ) -> int:
+        if not kinds:
+            return 0
+        args = (request_id, sorted(kinds))
+
+        async def job() -> int:
+            async with self._conn("cancelling notifications", write=True) as conn:
+                return (await conn.execute(self._outbox.cancel_for, args)).rowcount
+
+        return await self._call(job, write=True)
+
+    async def outbox_for(self, request_id: str) -> list[OutboxItem]:
+        async def read(conn: Conn) -> list[OutboxItem]:
+            cur = await conn.execute(self._outbox.for_request, (request_id,))
+            return [outbox_item(row) for row in await cur.fetchall()]
+
+        return await self._call(lambda: self._retry_read("reading notifications", read))
+
+    async def next_outbox_at(self, channels: Collection[str] | None = None) -> datetime | None:
+        if channels is not None and not channels:
+            return None
+        params = channels_param(channels)
+
+        async def read(conn: Conn) -> datetime | None:
+            row = await (await conn.execute(self._outbox.next_at, params)).fetchone()
+            return row[0].astimezone(UTC) if row and row[0] is not None else None
+
+        return await self._call(lambda: self._retry_read("finding the next notification", read))
 
     # ---------------------------------------------------------------- waiting
     async def wait(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
