@@ -328,3 +328,18 @@ def test_serve_never_prints_a_store_password() -> None:
         "postgresql://app:***@db:5432/signoff"
     )
     assert _redacted_url("sqlite:///x.db") == "sqlite:///x.db"
+
+
+@pytest.mark.slow
+def test_demo_non_interactive_rejects_every_approval_at_once(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "signoff", "demo", "--non-interactive", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no human is available" in result.stdout
+    assert "ran get_stock_price" in result.stdout  # allowed calls still run

@@ -60,6 +60,12 @@ NonInteractiveOpt = Annotated[
 ]
 
 
+def _env_non_interactive() -> bool:
+    import os
+
+    return os.environ.get("SIGNOFF_NON_INTERACTIVE", "").strip().lower() in ("1", "true", "yes")
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     err.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
@@ -518,10 +524,17 @@ def demo(
         bool, typer.Option("--terminal", help="Decide in this terminal instead of the browser.")
     ] = False,
     port: Annotated[int, typer.Option("--port", help="Web mode: the server's port.")] = 8765,
+    nobody: NonInteractiveOpt = False,
 ) -> None:
     """A scripted agent makes the seed scenarios' calls; you decide each one in the web inbox
     (or in this terminal with --terminal)."""
     auto = non_interactive or not sys.stdin.isatty()
+    if nobody or _env_non_interactive():
+        # Nobody can answer: every call that needs approval is rejected at once, and the
+        # agent sees "no human is available" — what a CI job or batch run gets.
+        from signoff.cli.demo import run_demo
+
+        raise typer.Exit(run_demo(out, auto=True, workdir=workdir, interactive=False))
     if not terminal:
         try:
             from signoff.cli.web_demo import run_web_demo
