@@ -343,3 +343,13 @@ def test_demo_non_interactive_rejects_every_approval_at_once(tmp_path: Path) -> 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no human is available" in result.stdout
     assert "ran get_stock_price" in result.stdout  # allowed calls still run
+
+
+def test_init_writes_a_starter_policy_that_checks_clean(tmp_path: Path) -> None:
+    path = tmp_path / "signoff.yaml"
+    code, output = invoke("init", str(path))
+    assert code == 0, output
+    code, output = invoke("policy", "check", "--config", str(path), "--json")
+    assert code == 0, output
+    assert json.loads(output)["warnings"] == []
+    assert invoke("init", str(path))[0] == 2  # never overwrites without --force
