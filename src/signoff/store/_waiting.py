@@ -65,14 +65,14 @@ class Waiters:
     def wake(self, request: ApprovalRequest) -> int:
         """Hand each waiter its own copy of ``request``; returns how many were woken.
 
-        Copies are made only for actual waiters: a deep copy costs ~45 µs on the writer thread.
+        Copies are made only for actual waiters (a dump/validate copy, ~13 µs on the writer).
         """
         with self._lock:
             if request.id not in self._by_id:
                 return 0
             waiters = self._by_id.pop(request.id)
         for loop, fut in waiters:
-            self._call(loop, fut, request.model_copy(deep=True))
+            self._call(loop, fut, request.copy_for_update())
         return len(waiters)
 
     def fail_all(self, error: BaseException) -> None:
