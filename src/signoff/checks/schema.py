@@ -25,12 +25,12 @@ class ArgsSchema(Protocol):
         ...
 
 
-class FunctionArgs:
-    """A schema derived from a Python function's signature (pydantic does the validating)."""
+class ModelArgs:
+    """A schema given as a pydantic model class (pydantic does the validating)."""
 
-    def __init__(self, fn: Callable[..., Any], *, title: str | None = None) -> None:
-        self.model = _model_for(fn, title or fn.__name__)
-        self.json_schema: dict[str, Any] = self.model.model_json_schema()
+    def __init__(self, model: type[BaseModel]) -> None:
+        self.model = model
+        self.json_schema: dict[str, Any] = model.model_json_schema()
 
     def errors(self, args: Mapping[str, Any]) -> list[str]:
         try:
@@ -38,6 +38,13 @@ class FunctionArgs:
         except ValidationError as exc:
             return [_format_pydantic(err) for err in exc.errors()]
         return []
+
+
+class FunctionArgs(ModelArgs):
+    """A schema derived from a Python function's signature."""
+
+    def __init__(self, fn: Callable[..., Any], *, title: str | None = None) -> None:
+        super().__init__(_model_for(fn, title or fn.__name__))
 
 
 class JSONSchemaArgs:
@@ -62,21 +69,8 @@ def schema_for(source: Callable[..., Any] | Mapping[str, Any] | type[BaseModel])
     if isinstance(source, Mapping):
         return JSONSchemaArgs(source)
     if isinstance(source, type) and issubclass(source, BaseModel):
-        return _ModelArgs(source)
+        return ModelArgs(source)
     return FunctionArgs(source)
-
-
-class _ModelArgs:
-    def __init__(self, model: type[BaseModel]) -> None:
-        self.model = model
-        self.json_schema: dict[str, Any] = model.model_json_schema()
-
-    def errors(self, args: Mapping[str, Any]) -> list[str]:
-        try:
-            self.model.model_validate(args)
-        except ValidationError as exc:
-            return [_format_pydantic(err) for err in exc.errors()]
-        return []
 
 
 def _format_pydantic(err: Any) -> str:

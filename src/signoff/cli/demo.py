@@ -137,15 +137,14 @@ class TerminalChannel:
         return None
 
 
-def _agent(
-    gate: Gate, out: Console, results: list[str], created: queue.Queue[ApprovalRequest | None]
-) -> None:
-    tools = {step.tool: _tool(gate, step.tool) for step in SCENARIO}
+def play_scenario(gate: Any, tools: dict[str, Any], out: Console, agent: str) -> list[str]:
+    """Make the scenario's calls as erin's agent (through a local or a remote gate)."""
+    results: list[str] = []
     try:
         with gate.context(
             principal="erin",
             thread="demo-thread",
-            agent="demo-agent",
+            agent=agent,
             user_request="rebalance my portfolio, pay ACME and tidy up",
         ):
             for step in SCENARIO:
@@ -158,6 +157,15 @@ def _agent(
                 out.print(f"[dim]agent got:[/] {result}\n")
     except SignoffError as exc:
         results.append(f"agent stopped: {exc}")
+    return results
+
+
+def _agent(
+    gate: Gate, out: Console, results: list[str], created: queue.Queue[ApprovalRequest | None]
+) -> None:
+    tools = {step.tool: _tool(gate, step.tool) for step in SCENARIO}
+    try:
+        results.extend(play_scenario(gate, tools, out, "demo-agent"))
     finally:
         created.put(None)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -20,6 +21,7 @@ from signoff.gate import Gate
 from signoff.gate.core import resolve_config_path
 from signoff.model import (
     AlreadyDecided,
+    ApprovalRequest,
     CallContext,
     DecisionError,
     NotFound,
@@ -294,14 +296,21 @@ def run_or_fail(gate: Gate, coro: Any) -> Any:
         fail(str(exc))
 
 
+Decisions = list[dict[str, Any]]
+Build = Callable[[ApprovalRequest], Decisions]
+
+
 def _decide(
     config: Path | None,
     request_id: str,
     approver: str,
-    decisions: list[dict[str, Any]],
+    build: Build,
     as_json: bool,
 ) -> None:
+    """Open the store once: read the request, build the decisions from it, decide."""
     with open_gate(config, acting_as=approver) as gate:
+        req = run_or_fail(gate, gate.get(request_id))
+        decisions = build(req)
         req = run_or_fail(
             gate, gate.adecide(request_id, decisions, approver=approver, channel="cli")
         )
@@ -311,13 +320,15 @@ def _decide(
         render.decision_summary(out, req, approver)
 
 
-def _targets(config: Path | None, request_id: str, call: str | None) -> list[str]:
-    if call:
-        return [call]
-    with open_gate(config) as gate:
-        req = run_or_fail(gate, gate.get(request_id))
-    # With nothing left to decide, aim at every call so the answer says who decided.
-    return req.pending_call_ids or [c.tool_call_id for c in req.calls]
+def _each_call(call: str | None, decision: dict[str, Any]) -> Build:
+    """``decision`` for ``--call``, or for every undecided call of the request."""
+
+    def build(req: ApprovalRequest) -> Decisions:
+        # With nothing left to decide, aim at every call so the answer says who decided.
+        ids = [call] if call else req.pending_call_ids or [c.tool_call_id for c in req.calls]
+        return [{"tool_call_id": c, **decision} for c in ids]
+
+    return build
 
 
 @app.command("approve")
@@ -336,16 +347,9 @@ def approve(
     as_json: JsonOpt = False,
 ) -> None:
     """Approve a request (every undecided call, or one with --call)."""
-    decisions = [
-        {
-            "tool_call_id": c,
-            "type": "approve",
-            "message": message,
-            "scope": "thread" if for_thread else "call",
-        }
-        for c in _targets(config, request_id, call)
-    ]
-    _decide(config, request_id, approver, decisions, as_json)
+    scope = "thread" if for_thread else "call"
+    decision = {"type": "approve", "message": message, "scope": scope}
+    _decide(config, request_id, approver, _each_call(call, decision), as_json)
 
 
 @app.command("reject")
@@ -358,11 +362,8 @@ def reject(
     as_json: JsonOpt = False,
 ) -> None:
     """Reject a request with a reason the agent will see."""
-    decisions = [
-        {"tool_call_id": c, "type": "reject", "message": message}
-        for c in _targets(config, request_id, call)
-    ]
-    _decide(config, request_id, approver, decisions, as_json)
+    decision = {"type": "reject", "message": message}
+    _decide(config, request_id, approver, _each_call(call, decision), as_json)
 
 
 @app.command("edit")
@@ -377,30 +378,19 @@ def edit(
 ) -> None:
     """Approve a call with edited arguments (only the policy's editable_args)."""
     changes = parse_json_object(args, "--args")
-    with open_gate(config) as gate:
-        req = run_or_fail(gate, gate.get(request_id))
-    try:
-        original = req.action_request(call)
-    except KeyError:
-        fail(
-            f"no call {call!r} in request {request_id}; calls: "
-            + ", ".join(a.tool_call_id for a in req.action_requests)
-        )
-    edited = {**original.args, **changes}
-    _decide(
-        config,
-        request_id,
-        approver,
-        [
-            {
-                "tool_call_id": call,
-                "type": "edit",
-                "message": message,
-                "edited_action": {"name": original.name, "args": edited},
-            }
-        ],
-        as_json,
-    )
+
+    def build(req: ApprovalRequest) -> Decisions:
+        try:
+            original = req.action_request(call)
+        except KeyError:
+            fail(
+                f"no call {call!r} in request {request_id}; calls: "
+                + ", ".join(a.tool_call_id for a in req.action_requests)
+            )
+        edited = {"name": original.name, "args": {**original.args, **changes}}
+        return [{"tool_call_id": call, "type": "edit", "message": message, "edited_action": edited}]
+
+    _decide(config, request_id, approver, build, as_json)
 
 
 @app.command("respond")
@@ -413,11 +403,8 @@ def respond(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer instead of running the tool (or answer an inquiry)."""
-    decisions = [
-        {"tool_call_id": c, "type": "respond", "message": message}
-        for c in _targets(config, request_id, call)
-    ]
-    _decide(config, request_id, approver, decisions, as_json)
+    decision = {"type": "respond", "message": message}
+    _decide(config, request_id, approver, _each_call(call, decision), as_json)
 
 
 @app.command("cancel")

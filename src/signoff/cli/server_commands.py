@@ -15,20 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from signoff.cli.main import ConfigOpt, JsonOpt  # main imports us after defining them
+
 if TYPE_CHECKING:
     from signoff.policy import Policy
     from signoff.server.records import ServerDB
 
-ConfigOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        help="Policy file (default: $SIGNOFF_CONFIG or ./signoff.yaml)",
-        show_default=False,
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 token_app = typer.Typer(
     help="Bearer tokens for agents and approvers (shown once, stored hashed).",

@@ -22,10 +22,9 @@ from typing import Any
 import httpx
 from rich.console import Console
 
-from signoff.cli.demo import AUTO_ANSWERS, SCENARIO, _decision
+from signoff.cli.demo import AUTO_ANSWERS, SCENARIO, _decision, play_scenario
 from signoff.client import RemoteGate
 from signoff.gate import Gate
-from signoff.model import SignoffError
 from signoff.policy import Policy
 from signoff.server import ServerThread, create_app, create_token
 from signoff.server.links import LinkIssuer
@@ -126,29 +125,12 @@ def _welcome(out: Console, url: str, path: Path, logins: dict[str, str], auto: b
 
 
 def _run_agent(url: str, token: str, out: Console) -> list[str]:
-    results: list[str] = []
     gate = RemoteGate(url, token)
     tools = {step.tool: _tool(gate, step.tool) for step in SCENARIO}
     try:
-        with gate.context(
-            principal="erin",
-            thread="demo-thread",
-            agent=AGENT,
-            user_request="rebalance my portfolio, pay ACME and tidy up",
-        ):
-            for step in SCENARIO:
-                out.print(
-                    f"[dim]agent:[/] {step.says}  [bold]{step.tool}[/]({json.dumps(step.args)})"
-                )
-                with gate.context(reasoning=step.says):
-                    result = tools[step.tool](**step.args)
-                results.append(f"{step.tool}({json.dumps(step.args)}) → {result}")
-                out.print(f"[dim]agent got:[/] {result}\n")
-    except SignoffError as exc:
-        results.append(f"agent stopped: {exc}")
+        return play_scenario(gate, tools, out, AGENT)
     finally:
         gate.close()
-    return results
 
 
 def _tool(gate: RemoteGate, name: str) -> Any:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from signoff.gate import messages
 from signoff.gate.context import current_context
-from signoff.gate.guard import raise_for
+from signoff.gate.guard import OnReject, denied_error, raise_for
 from signoff.model import (
     ApprovalRequest,
     Cancelled,
-    Denied,
     Expired,
     Rejected,
     Responded,
@@ -29,14 +27,7 @@ from signoff.model import (
 if TYPE_CHECKING:
     from signoff.client.remote import RemoteGate
 
-OnReject = Literal["raise", "return"]
 _STOPPED = (Rejected, Responded, Expired, Cancelled)
-
-
-def _denied(call: ToolCall, verdict: Verdict) -> Denied:
-    exc = Denied(messages.denied(call.name, verdict), call_id=call.id, tool=call.name)
-    exc.verdict = verdict
-    return exc
 
 
 def remote_guard(
@@ -70,7 +61,7 @@ def remote_guard(
         call: ToolCall, verdict: Verdict, req: ApprovalRequest | None
     ) -> Exception | None:
         if verdict.denied:
-            return _denied(call, verdict)
+            return denied_error(call, verdict)
         if req is not None and not req.call(call.id).runnable:
             try:
                 raise_for(req, req.call(call.id))

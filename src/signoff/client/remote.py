@@ -16,21 +16,19 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
-from datetime import datetime
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
 
 from signoff.client.http import ApiClient
-from signoff.gate.context import current_context, merged_context, use_context
+from signoff.gate.context import ContextMethods, current_context
+from signoff.gate.ledger import run_once
 from signoff.gate.portal import Portal
 from signoff.model import (
     ApprovalRequest,
     CallContext,
     Decision,
-    Principal,
     SignoffError,
     ToolCall,
     Verdict,
@@ -93,7 +91,7 @@ class RemoteSubmission:
         raise KeyError(call_id)
 
 
-class RemoteGate:
+class RemoteGate(ContextMethods):
     """A gate whose policy, store and approvers are on a ``signoff serve`` server."""
 
     def __init__(
@@ -163,68 +161,6 @@ class RemoteGate:
             return await coro
 
         return self._portal.run(wrapper())
-
-    # ------------------------------------------------------------------ context
-    def context(
-        self,
-        principal: str | Principal | None = None,
-        *,
-        roles: Iterable[str] | None = None,
-        thread: str | None = None,
-        agent: str | None = None,
-        environment: str | None = None,
-        user_request: str | None = None,
-        reasoning: str | None = None,
-        time: datetime | None = None,
-        **attrs: Any,
-    ) -> AbstractContextManager[CallContext]:
-        """Like :meth:`Gate.context`; the server fills roles from its ``people:``."""
-        return use_context(
-            self.make_context(
-                principal,
-                roles=roles,
-                thread=thread,
-                agent=agent,
-                environment=environment,
-                user_request=user_request,
-                reasoning=reasoning,
-                time=time,
-                **attrs,
-            )
-        )
-
-    def make_context(
-        self,
-        principal: str | Principal | None = None,
-        *,
-        roles: Iterable[str] | None = None,
-        base: CallContext | None = None,
-        thread: str | None = None,
-        agent: str | None = None,
-        environment: str | None = None,
-        user_request: str | None = None,
-        reasoning: str | None = None,
-        time: datetime | None = None,
-        **attrs: Any,
-    ) -> CallContext:
-        who: Principal | None
-        if isinstance(principal, Principal):
-            who = principal
-        elif principal is not None:
-            who = Principal(principal, frozenset(roles or ()))
-        else:
-            who = None
-        return merged_context(
-            base if base is not None else current_context(),
-            who,
-            thread=thread,
-            agent=agent,
-            environment=environment,
-            time=time,
-            user_request=user_request,
-            reasoning=reasoning,
-            attrs=attrs,
-        )
 
     def guard(self, fn: Any = None, **options: Any) -> Any:
         """Decorator gating a sync or async function through the server."""
@@ -369,15 +305,7 @@ class RemoteGate:
         ctx: CallContext | None = None,
     ) -> Any:
         """Run an approved/edited call exactly once with its final arguments."""
-        call = req.call(call_id)
-        await self.aclaim(req.id, call_id)
-        try:
-            result = await run(dict(call.action.args))
-        except BaseException as exc:
-            await self.afinish(req.id, call_id, error=f"{type(exc).__name__}: {exc}")
-            raise
-        await self.afinish(req.id, call_id)
-        return result
+        return await run_once(req, call_id, run, claim=self.aclaim, finish=self.afinish)
 
     # ------------------------------------------------------------------ inquiries
     async def aask(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -60,3 +60,75 @@ def merged_context(
     if attrs:
         changes["attrs"] = {**base.attrs, **attrs}
     return replace(base, **changes) if changes else base
+
+
+class ContextMethods:
+    """``context()`` / ``make_context()`` for the local and the remote gate alike.
+
+    Subclasses say only how a principal's roles are found (:meth:`_principal`).
+    """
+
+    def _principal(self, id: str, roles: Iterable[str]) -> Principal:
+        return Principal(id, frozenset(roles))
+
+    def context(
+        self,
+        principal: str | Principal | None = None,
+        *,
+        roles: Iterable[str] | None = None,
+        thread: str | None = None,
+        agent: str | None = None,
+        environment: str | None = None,
+        user_request: str | None = None,
+        reasoning: str | None = None,
+        time: datetime | None = None,
+        **attrs: Any,
+    ) -> AbstractContextManager[CallContext]:
+        """Set who calls, on which thread, and why, for the calls made inside the block."""
+        return use_context(
+            self.make_context(
+                principal,
+                roles=roles,
+                thread=thread,
+                agent=agent,
+                environment=environment,
+                user_request=user_request,
+                reasoning=reasoning,
+                time=time,
+                **attrs,
+            )
+        )
+
+    def make_context(
+        self,
+        principal: str | Principal | None = None,
+        *,
+        roles: Iterable[str] | None = None,
+        base: CallContext | None = None,
+        thread: str | None = None,
+        agent: str | None = None,
+        environment: str | None = None,
+        user_request: str | None = None,
+        reasoning: str | None = None,
+        time: datetime | None = None,
+        **attrs: Any,
+    ) -> CallContext:
+        """A :class:`CallContext` on top of ``base`` (default: the current one)."""
+        who: Principal | None
+        if isinstance(principal, Principal):
+            who = self._principal(principal.id, principal.roles)
+        elif principal is not None:
+            who = self._principal(principal, roles or ())
+        else:
+            who = None
+        return merged_context(
+            base if base is not None else current_context(),
+            who,
+            thread=thread,
+            agent=agent,
+            environment=environment,
+            time=time,
+            user_request=user_request,
+            reasoning=reasoning,
+            attrs=attrs,
+        )

@@ -15,9 +15,9 @@ import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -25,7 +25,8 @@ from pydantic import ValidationError
 
 from signoff.checks import ArgsSchema, schema_for
 from signoff.gate import messages
-from signoff.gate.context import current_context, merged_context, use_context
+from signoff.gate.context import ContextMethods, current_context
+from signoff.gate.ledger import run_once
 from signoff.gate.portal import Portal
 from signoff.gate.ratelimit import RateWindows
 from signoff.model import (
@@ -117,7 +118,7 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-class Gate:
+class Gate(ContextMethods):
     """Decides, asks, waits, runs and records — for one policy and one store."""
 
     def __init__(
@@ -226,68 +227,8 @@ class Gate:
 
         return guard(self, fn, **options)
 
-    # ------------------------------------------------------------------ context
-    def context(
-        self,
-        principal: str | Principal | None = None,
-        *,
-        roles: Iterable[str] | None = None,
-        thread: str | None = None,
-        agent: str | None = None,
-        environment: str | None = None,
-        user_request: str | None = None,
-        reasoning: str | None = None,
-        time: datetime | None = None,
-        **attrs: Any,
-    ) -> AbstractContextManager[CallContext]:
-        """Set who calls, on which thread, and why, for the calls made inside the block."""
-        return use_context(
-            self.make_context(
-                principal,
-                roles=roles,
-                thread=thread,
-                agent=agent,
-                environment=environment,
-                user_request=user_request,
-                reasoning=reasoning,
-                time=time,
-                **attrs,
-            )
-        )
-
-    def make_context(
-        self,
-        principal: str | Principal | None = None,
-        *,
-        roles: Iterable[str] | None = None,
-        base: CallContext | None = None,
-        thread: str | None = None,
-        agent: str | None = None,
-        environment: str | None = None,
-        user_request: str | None = None,
-        reasoning: str | None = None,
-        time: datetime | None = None,
-        **attrs: Any,
-    ) -> CallContext:
-        """A :class:`CallContext` whose principal's roles come from ``people:`` when listed."""
-        who: Principal | None
-        if isinstance(principal, Principal):
-            who = self.policy.principal(principal.id, principal.roles)
-        elif principal is not None:
-            who = self.policy.principal(principal, roles or ())
-        else:
-            who = None
-        return merged_context(
-            base if base is not None else current_context(),
-            who,
-            thread=thread,
-            agent=agent,
-            environment=environment,
-            time=time,
-            user_request=user_request,
-            reasoning=reasoning,
-            attrs=attrs,
-        )
+    def _principal(self, id: str, roles: Iterable[str]) -> Principal:
+        return self.policy.principal(id, roles)  # roles from people: when listed there
 
     # ------------------------------------------------------------------ checks (hot path)
     def check(
@@ -1059,14 +1000,8 @@ class Gate:
         ctx: CallContext | None = None,
     ) -> Any:
         """Run an approved/edited call exactly once with its final arguments."""
+        result = await run_once(req, call_id, run, claim=self.aclaim, finish=self.afinish)
         call = req.call(call_id)
-        await self.aclaim(req.id, call_id)
-        try:
-            result = await run(dict(call.action.args))
-        except BaseException as exc:
-            await self.afinish(req.id, call_id, error=f"{type(exc).__name__}: {exc}")
-            raise
-        await self.afinish(req.id, call_id)
         self.record_execution(
             ToolCall(call.action.name, call.action.args, id=call_id),
             ctx or request_context(req, self.policy),

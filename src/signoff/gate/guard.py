@@ -51,7 +51,8 @@ def raise_for(req: ApprovalRequest, state: CallState) -> NoReturn:
     raise exc
 
 
-def _denied(call: ToolCall, verdict: Verdict) -> Denied:
+def denied_error(call: ToolCall, verdict: Verdict) -> Denied:
+    """The :class:`Denied` a guarded call raises, carrying the model-facing text."""
     exc = Denied(messages.denied(call.name, verdict), call_id=call.id, tool=call.name)
     exc.verdict = verdict
     return exc
@@ -116,7 +117,7 @@ def guard(
                 gate.record_execution(call, ctx)
                 return await fn(*args, **kwargs)
             if verdict.denied:
-                return stopped(_denied(call, verdict))
+                return stopped(denied_error(call, verdict))
             sub = await gate.asubmit_checked([call], [verdict], ctx)
             assert sub.request is not None
             req = await gate.await_request(sub.request.id)
@@ -146,7 +147,7 @@ def guard(
             gate.record_execution(call, ctx)
             return fn(*args, **kwargs)
         if verdict.denied:
-            return stopped(_denied(call, verdict))
+            return stopped(denied_error(call, verdict))
         req = gate._portal.run(_submit_and_wait(gate, call, verdict, ctx))
         state = req.call(call.id)
         if not state.runnable:

@@ -19,8 +19,8 @@ Same contract as every store (:mod:`signoff.store.base`), built for several proc
 * **Fail closed, then recover.** An unreachable database is a :class:`StoreError` within
   ``timeout_s``; the pool and the listener reconnect by themselves (:mod:`._pg_conn`).
 
-Connections belong to the store's own loop thread (:mod:`._pg_loop`), so any event loop may
-await the store. URL: ``postgresql://user@host/db?schema=signoff&pool_max=8`` (see
+Connections belong to the store's own loop thread (:mod:`signoff._loopthread`), so any event
+loop may await the store. URL: ``postgresql://user@host/db?schema=signoff&pool_max=8`` (see
 :func:`signoff.store.open_store`).
 """
 
@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from signoff._loopthread import LoopThread
 from signoff.model import (
     ApprovalRequest,
     AuditEvent,
@@ -62,7 +63,6 @@ from signoff.store._pg_audit import entries_json, to_record
 from signoff.store._pg_batch import AuditBatcher
 from signoff.store._pg_conn import Conn, Connections, connection_lost, redact
 from signoff.store._pg_listen import Listener
-from signoff.store._pg_loop import LoopThread
 from signoff.store._pg_outbox import OutboxStatements, channels_param, claim_params, ref_json
 from signoff.store._pg_outbox import rows_json as outbox_json
 from signoff.store._pg_outbox import to_item as outbox_item

@@ -1,10 +1,9 @@
-"""The PostgreSQL store's own event loop, on a daemon thread.
+"""A private event loop on a daemon thread, shared by every layer (imports nothing of signoff).
 
-Why: psycopg's async pool and the LISTEN connection are bound to the loop that created them,
-but the Store contract says any loop may await the store (the gate's portal, a test's loop, a
-thread running ``asyncio.run``). So every connection lives on this one loop, and callers hop
-to it with ``run_coroutine_threadsafe`` (~30-60 µs, against ~0.5 ms for a database round
-trip).
+Why: some resources are bound to the loop that created them (psycopg's async pool and LISTEN
+connection), and sync callers need a loop to drive async code (the gate's and the remote
+gate's sync wrappers, the sweeper). Callers on any other loop or thread hop to it with
+``run_coroutine_threadsafe`` (~30-60 µs).
 """
 
 from __future__ import annotations
@@ -67,9 +66,15 @@ class LoopThread:
         future.add_done_callback(_retrieve)
         return await asyncio.shield(asyncio.wrap_future(future))
 
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop and block this (non-loop) thread until it finishes."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        if self.on_loop():
+            coro.close()
+            raise RuntimeError("LoopThread.run called from the loop's own thread (would deadlock)")
+        return self.submit(coro).result(timeout)
 
     def stop(self) -> None:
         with self._lock:
@@ -79,7 +84,7 @@ class LoopThread:
             return
         loop.call_soon_threadsafe(loop.stop)
         if thread is not threading.current_thread():
-            thread.join(timeout=10)
+            thread.join(timeout=5)
             if not loop.is_running():
                 loop.close()
 
