@@ -353,3 +353,19 @@ def test_init_writes_a_starter_policy_that_checks_clean(tmp_path: Path) -> None:
     assert code == 0, output
     assert json.loads(output)["warnings"] == []
     assert invoke("init", str(path))[0] == 2  # never overwrites without --force
+
+
+def test_pending_table_never_shortens_the_request_id(config: Path, tmp_path: Path) -> None:
+    agent = start_agent(tmp_path, config, 50_000)
+    try:
+        req = wait_for_pending(config)
+        result = subprocess.run(
+            [sys.executable, "-m", "signoff", "pending", "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": "60"},
+        )
+        assert str(req["id"]) in result.stdout  # copyable into `signoff approve`
+    finally:
+        agent.kill()

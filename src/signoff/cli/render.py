@@ -49,7 +49,9 @@ def pending_table(out: Console, reqs: list[ApprovalRequest]) -> None:
         out.print("no pending requests")
         return
     table = Table(box=None, header_style="bold")
-    for col in ("id", "tools", "requested by", "agent", "thread", "created", "deadline", "quorum"):
+    # The id is what people copy into `signoff approve`: never shorten it.
+    table.add_column("id", no_wrap=True, min_width=max(len(r.id) for r in reqs))
+    for col in ("tools", "requested by", "agent", "thread", "created", "deadline", "quorum"):
         table.add_column(col)
     for r in reqs:
         quorum = ", ".join(
