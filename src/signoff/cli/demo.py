@@ -109,8 +109,8 @@ def run_demo(
         gate.close()
     out.print()
     out.print("[bold]What happened[/]")
-    for line in results:
-        out.print(f"  {line}")
+    for outcome in results:
+        out.print(render.line(f"  {outcome}"))
     out.print()
     out.print(
         f"Audit log: `signoff audit export --config {policy_path}`"
@@ -149,12 +149,18 @@ def play_scenario(gate: Any, tools: dict[str, Any], out: Console, agent: str) ->
         ):
             for step in SCENARIO:
                 out.print(
-                    f"[dim]agent:[/] {step.says}  [bold]{step.tool}[/]({json.dumps(step.args)})"
+                    render.line(
+                        ("agent:", "dim"),
+                        f" {step.says}  ",
+                        (step.tool, "bold"),
+                        f"({json.dumps(step.args)})",
+                    )
                 )
                 with gate.context(reasoning=step.says):
                     result = tools[step.tool](**step.args)
                 results.append(f"{step.tool}({json.dumps(step.args)}) → {result}")
-                out.print(f"[dim]agent got:[/] {result}\n")
+                out.print(render.line(("agent got:", "dim"), f" {result}"))
+                out.print()
     except SignoffError as exc:
         results.append(f"agent stopped: {exc}")
     return results
@@ -179,7 +185,7 @@ def _tool(gate: Gate, name: str) -> Any:
 
 
 def _decide_interactively(gate: Gate, out: Console, req: ApprovalRequest, auto: bool) -> None:
-    render.request_detail(out, req)
+    render.request_detail(out, req, gate.policy)
     action = req.action_requests[0]
     key = (
         action.name,
@@ -213,14 +219,17 @@ def _decide_interactively(gate: Gate, out: Console, req: ApprovalRequest, auto: 
         if decision is None:
             continue
         out.print(
-            f"[dim]{who} decides:[/] {decision['type']}"
-            + (" for the whole thread" if decision.get("scope") == "thread" else "")
-            + (f" ({decision.get('message')})" if decision.get("message") else "")
+            render.line(
+                (f"{who} decides:", "dim"),
+                f" {decision['type']}",
+                " for the whole thread" if decision.get("scope") == "thread" else "",
+                f" ({decision.get('message')})" if decision.get("message") else "",
+            )
         )
         try:
             gate.decide(req.id, [decision], approver=who, channel="terminal")
         except SignoffError as exc:
-            out.print(f"[red]{exc}[/]")
+            out.print(render.line((str(exc), "red")))
             if auto:
                 return
         _ = cfg

@@ -280,7 +280,7 @@ def show(
     if as_json:
         emit_json(req.to_wire())
         return
-    render.request_detail(out, req)
+    render.request_detail(out, req, gate.policy)
 
 
 def run_or_fail(gate: Gate, coro: Any) -> Any:

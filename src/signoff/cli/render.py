@@ -1,15 +1,27 @@
-"""How the CLI shows things to a person (rich tables and panels)."""
+"""How the CLI shows things to a person (rich tables and panels).
+
+Agent and approver text is never parsed as Rich markup or emoji codes: every line that
+carries it is built as a :class:`~rich.text.Text` from literal parts, and each part goes
+through :func:`~signoff.model.text.inert` first, so escape sequences, bidi overrides and
+invisible characters show as visible stand-ins and ``[brackets]`` show as typed.
+"""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from signoff.channels.redact import Redactor
 from signoff.model import ApprovalRequest, utcnow
+from signoff.model.text import ABSENT, changed_args, inert
+
+if TYPE_CHECKING:
+    from signoff.policy import Policy
 
 STATUS_STYLE = {"pending": "yellow", "resolved": "green", "expired": "red", "cancelled": "dim"}
 RESOLUTION_STYLE = {
@@ -20,6 +32,24 @@ RESOLUTION_STYLE = {
     "expired": "red",
     "cancelled": "dim",
 }
+
+
+Part = str | tuple[str, str]
+
+
+def line(*parts: Part) -> Text:
+    """One line from literal parts, each made inert; ``(text, style)`` pairs are styled."""
+    return Text.assemble(*(inert(p) if isinstance(p, str) else (inert(p[0]), p[1]) for p in parts))
+
+
+def cell(value: object) -> Text:
+    """A table cell: literal, inert text (a plain ``str`` cell would be parsed as markup)."""
+    return Text(inert(str(value)))
+
+
+def as_json(value: object) -> str:
+    """Arguments as one line of JSON, non-ASCII text kept readable (``inert`` comes later)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def ago(when: datetime | None) -> str:
@@ -52,65 +82,88 @@ def pending_table(out: Console, reqs: list[ApprovalRequest]) -> None:
     # The id is what people copy into `signoff approve`: never shorten it.
     table.add_column("id", no_wrap=True, min_width=max(len(r.id) for r in reqs))
     for col in ("tools", "requested by", "agent", "thread", "created", "deadline", "quorum"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # wrapped, never cut with "…"
     for r in reqs:
         quorum = ", ".join(
             f"{len(c.approvals)}/{c.quorum}" for c in r.calls if c.resolution is None
         )
         table.add_row(
-            r.id,
-            ", ".join(a.name for a in r.action_requests),
-            r.principal.id,
-            r.agent or "-",
-            r.thread,
-            ago(r.created_at),
-            until(r.expires_at),
-            quorum,
+            *map(
+                cell,
+                (
+                    r.id,
+                    ", ".join(a.name for a in r.action_requests),
+                    r.principal.id,
+                    r.agent or "-",
+                    r.thread,
+                    ago(r.created_at),
+                    until(r.expires_at),
+                    quorum,
+                ),
+            )
         )
     out.print(table)
 
 
-def request_detail(out: Console, r: ApprovalRequest) -> None:
-    style = STATUS_STYLE.get(r.status, "")
-    out.print(f"[bold]{r.id}[/]  [{style}]{r.status}[/]  ({r.kind})")
+def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = None) -> None:
+    """Everything about one request; the arguments shown are the ones that will run (after an
+    edit: the edited ones, then what the edit changed), secrets masked as the policy's
+    ``ui.redact_keys`` say (``--json`` shows them)."""
+    redact = Redactor.from_policy(policy) if policy is not None else Redactor()
     out.print(
-        f"  requested by {r.principal.id}"
-        + (f" ({', '.join(r.principal.roles)})" if r.principal.roles else "")
-        + (f" via agent {r.agent}" if r.agent else "")
-        + f" on thread {r.thread}"
+        line((r.id, "bold"), "  ", (r.status, STATUS_STYLE.get(r.status, "")), f"  ({r.kind})")
     )
     out.print(
-        f"  created {ago(r.created_at)}, deadline {until(r.expires_at)}"
-        + (" (escalated)" if r.escalated else "")
+        line(
+            "  requested by ",
+            r.principal.id,
+            f" ({', '.join(r.principal.roles)})" if r.principal.roles else "",
+            f" via agent {r.agent}" if r.agent else "",
+            " on thread ",
+            r.thread,
+        )
+    )
+    out.print(
+        line(
+            f"  created {ago(r.created_at)}, deadline {until(r.expires_at)}",
+            " (escalated)" if r.escalated else "",
+        )
     )
     if r.user_request:
-        out.print(f"  user asked: {r.user_request}")
+        out.print(line("  user asked: ", r.user_request))
     if r.reasoning:
-        out.print(f"  agent's reasoning: {r.reasoning}")
+        out.print(line("  agent's reasoning: ", r.reasoning))
     if r.inquiry:
-        out.print(f"  [bold]question:[/] {r.inquiry.question}")
+        out.print(line("  ", ("question:", "bold"), " ", r.inquiry.question))
         if r.inquiry.choices:
-            out.print(f"  choices: {', '.join(r.inquiry.choices)}")
+            out.print(line("  choices: ", ", ".join(r.inquiry.choices)))
         if r.inquiry.default_answer:
-            out.print(f"  suggested answer: {r.inquiry.default_answer}")
+            out.print(line("  suggested answer: ", r.inquiry.default_answer))
     for action, cfg, call in zip(r.action_requests, r.review_configs, r.calls, strict=True):
         out.print()
         res = call.resolution or "awaiting decision"
         rstyle = RESOLUTION_STYLE.get(call.resolution or "", "yellow")
         out.print(
-            f"  [bold]{action.name}[/] [dim]{action.tool_call_id}[/]  [{rstyle}]{res}[/]"
-            + (f" by {call.resolved_by}" if call.resolved_by else "")
+            line(
+                "  ",
+                (action.name, "bold"),
+                " ",
+                (action.tool_call_id, "dim"),
+                "  ",
+                (res, rstyle),
+                f" by {call.resolved_by}" if call.resolved_by else "",
+            )
         )
         if action.description:
-            out.print(f"    {action.description}")
+            out.print(line("    ", action.description))
         out.print(
-            f"    rule {action.rule}"
-            + (f" — {action.reason}" if action.reason else "")
-            + (f"; risk {action.risk}" if action.risk else "")
+            line(
+                f"    rule {action.rule}",
+                f" — {action.reason}" if action.reason else "",
+                f"; risk {action.risk}" if action.risk else "",
+            )
         )
-        out.print(f"    args: {json.dumps(action.args, default=str)}")
-        if call.action.args != action.args:
-            out.print(f"    [cyan]edited args:[/] {json.dumps(call.action.args, default=str)}")
+        _args(out, action.args, call.action.args, redact)
         who = cfg.approvers
         group = (
             "anyone"
@@ -118,15 +171,17 @@ def request_detail(out: Console, r: ApprovalRequest) -> None:
             else ", ".join([f"role {x}" for x in who.roles] + [f"user {x}" for x in who.users])
         )
         out.print(
-            f"    approvers: {group}; quorum {len(call.approvals)}/{call.quorum}"
-            + (f" ({', '.join(call.approvals)})" if call.approvals else "")
-            + f"; may answer: {', '.join(cfg.allowed_decisions)}"
+            line(
+                f"    approvers: {group}; quorum {len(call.approvals)}/{call.quorum}",
+                f" ({', '.join(call.approvals)})" if call.approvals else "",
+                f"; may answer: {', '.join(cfg.allowed_decisions)}",
+            )
         )
         if cfg.editable_args:
             editable = "*" if cfg.editable_args == "*" else ", ".join(cfg.editable_args)
-            out.print(f"    editable: {editable}")
+            out.print(line(f"    editable: {editable}"))
         if call.message:
-            out.print(f"    message: {call.message}")
+            out.print(line("    message: ", call.message))
         if call.execution:
             note = (
                 " — interrupted: needs reconciliation by a human"
@@ -134,34 +189,71 @@ def request_detail(out: Console, r: ApprovalRequest) -> None:
                 else ""
             )
             out.print(
-                f"    execution: {call.execution}{note}"
-                + (f" ({call.execution_error})" if call.execution_error else "")
+                line(
+                    f"    execution: {call.execution}{note}",
+                    f" ({call.execution_error})" if call.execution_error else "",
+                )
             )
     if r.decisions:
         out.print()
         out.print("  decisions:")
         for d in r.decisions:
             out.print(
-                f"    {d.at.isoformat(timespec='seconds')} {d.approver} {d.type} "
-                f"{d.tool_call_id} via {d.channel}"
-                + (f": {d.message}" if d.message else "")
-                + (" [for the whole thread]" if d.scope == "thread" else "")
+                line(
+                    f"    {d.at.isoformat(timespec='seconds')} {d.approver} {d.type} "
+                    f"{d.tool_call_id} via {d.channel}",
+                    f": {d.message}" if d.message else "",
+                    " [for the whole thread]" if d.scope == "thread" else "",
+                )
             )
+
+
+def _args(
+    out: Console, original: dict[str, object], runs: dict[str, object], redact: Redactor
+) -> None:
+    """The arguments that will run; after an edit, also what the edit changed."""
+    changes = changed_args(original, runs)
+    if not changes:
+        out.print(line("    args: ", as_json(redact.value(runs))))
+        return
+    out.print(
+        line("    ", ("args (edited — these run):", "cyan"), " ", as_json(redact.value(runs)))
+    )
+    for change in changes:
+        out.print(
+            line(
+                f"      {change.name}: ",
+                (_arg_value(redact, change.name, change.before), "red"),
+                " → ",
+                (_arg_value(redact, change.name, change.after), "green"),
+            )
+        )
+
+
+def _arg_value(redact: Redactor, name: str, value: object) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    return as_json(redact.value({name: value})[name])
 
 
 def decision_summary(out: Console, r: ApprovalRequest, approver: str) -> None:
     for action, call in zip(r.action_requests, r.calls, strict=True):
         if call.resolution:
             out.print(
-                f"{action.name} {call.tool_call_id}: [bold]{call.resolution}[/]"
-                + (f" by {call.resolved_by}" if call.resolved_by else "")
+                line(
+                    f"{action.name} {call.tool_call_id}: ",
+                    (call.resolution, "bold"),
+                    f" by {call.resolved_by}" if call.resolved_by else "",
+                )
             )
         else:
             out.print(
-                f"{action.name} {call.tool_call_id}: quorum "
-                f"{len(call.approvals)}/{call.quorum} — waiting for more approvers"
+                line(
+                    f"{action.name} {call.tool_call_id}: quorum "
+                    f"{len(call.approvals)}/{call.quorum} — waiting for more approvers"
+                )
             )
-    out.print(f"request {r.id} is {r.status}")
+    out.print(line(f"request {r.id} is {r.status}"))
 
 
 def explanation(out: Console, e: Any) -> None:
@@ -169,20 +261,20 @@ def explanation(out: Console, e: Any) -> None:
     verdict = data.get("verdict", {})
     kind = verdict.get("kind") or verdict.get("verdict")
     style = {"allow": "green", "deny": "red", "require_approval": "yellow"}.get(kind, "")
-    out.print(f"[bold {style}]{kind}[/] by rule [bold]{verdict.get('rule')}[/]")
+    out.print(line((str(kind), f"bold {style}"), " by rule ", (str(verdict.get("rule")), "bold")))
     for key in ("reason", "description", "risk"):
         if verdict.get(key):
-            out.print(f"  {key}: {verdict[key]}")
+            out.print(line(f"  {key}: {verdict[key]}"))
     review = verdict.get("review")
     if review:
         for key, value in review.items():
             if value not in (None, [], "", ()):
-                out.print(f"  {key}: {value}")
+                out.print(line(f"  {key}: {value}"))
     trace = data.get("trace") or []
     if trace:
         out.print("  evaluation:")
         for step in trace:
-            out.print(f"    {step}" if isinstance(step, str) else f"    {json.dumps(step)}")
+            out.print(line(f"    {step}" if isinstance(step, str) else f"    {as_json(step)}"))
 
 
 def case_dict(r: Any) -> dict[str, Any]:
@@ -197,9 +289,9 @@ def case_dict(r: Any) -> dict[str, Any]:
 
 def case_results(out: Console, results: list[Any]) -> None:
     for r in results:
-        mark = "[green]✓[/]" if r.passed else "[red]✗[/]"
-        out.print(f"{mark} {r.name}  → {r.got.kind} ({r.got.rule})")
-        for p in r.problems:
-            out.print(f"    {p}")
+        mark = ("✓", "green") if r.passed else ("✗", "red")
+        out.print(line(mark, f" {r.name}  → {r.got.kind} ({r.got.rule})"))
+        for problem in r.problems:
+            out.print(line(f"    {problem}"))
     failed = sum(1 for r in results if not r.passed)
     out.print(f"{len(results) - failed} passed, {failed} failed")

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 from rich.console import Console
 
+from signoff.cli import render
 from signoff.cli.demo import AUTO_ANSWERS, SCENARIO, _decision, play_scenario
 from signoff.client import RemoteGate
 from signoff.gate import Gate
@@ -143,8 +144,8 @@ def _tool(gate: RemoteGate, name: str) -> Any:
 
 def _summary(out: Console, results: list[str], path: Path, temporary: bool) -> None:
     out.print("[bold]What happened[/]")
-    for line in results:
-        out.print(f"  {line}")
+    for outcome in results:
+        out.print(render.line(f"  {outcome}"))
     out.print(
         f"\nAudit log: `signoff audit export --config {path}`"
         + (" (a temporary directory: use --dir to keep it)" if temporary else "")
@@ -212,11 +213,14 @@ class Watcher(threading.Thread):
         if decision is None:
             return
         self.out.print(
-            f"[dim]{who} decides in the API:[/] {decision['type']}"
-            + (" for the whole thread" if decision.get("scope") == "thread" else "")
-            + (f" ({decision.get('message')})" if decision.get("message") else "")
+            render.line(
+                (f"{who} decides in the API:", "dim"),
+                f" {decision['type']}",
+                " for the whole thread" if decision.get("scope") == "thread" else "",
+                f" ({decision.get('message')})" if decision.get("message") else "",
+            )
         )
         with self._client(who) as approver:
             answer = approver.post(f"/v1/requests/{rid}/decisions", json={"decisions": [decision]})
         if answer.status_code != 200:
-            self.out.print(f"[red]{answer.json().get('message')}[/]")
+            self.out.print(render.line((str(answer.json().get("message")), "red")))
