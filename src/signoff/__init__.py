@@ -6,6 +6,8 @@
 ... def transfer_funds(amount: int, to: str) -> str: ...
 """
 
+# The composition root wires channels and remote gates into the gate (see its docstring).
+from signoff import assemble as assemble
 from signoff.gate import Gate, Submission
 from signoff.model import (
     Action,

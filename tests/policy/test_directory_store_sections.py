@@ -6,6 +6,7 @@ from pathlib import Path
 
 from signoff.model import Principal
 from signoff.policy import Person, Policy
+from signoff.policy.sections import RUNTIME_SECTIONS
 from tests.policy.helpers import EXAMPLES, call, ctx, load
 
 PEOPLE = """
@@ -97,9 +98,9 @@ def test_reserved_sections_are_exposed_raw() -> None:
     policy = load("serve: {port: 8080}\nchannels: {slack: {token: '${SLACK_TOKEN}'}}")
     assert policy.sections["serve"] == {"port": 8080}
     assert policy.sections["channels"] == {"slack": {"token": "${SLACK_TOKEN}"}}
-    assert policy.sections["auth"] == {} and set(policy.sections) == {
-        "serve", "remote", "channels", "auth", "ui"
-    }  # fmt: skip
+    # every runtime section of the registry is there, empty when the file has none
+    assert policy.sections["auth"] == {} and set(policy.sections) == set(RUNTIME_SECTIONS)
+    assert {"serve", "remote", "channels", "auth", "ui", "gate"} <= set(RUNTIME_SECTIONS)
 
 
 def test_file_hash_is_sha256_of_the_bytes(tmp_path: Path) -> None:

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from signoff import PolicyError
+from signoff.client.settings import remote_settings
 from signoff.server.db_sqlite import SQLiteServerDB
 from signoff.server.presenter import REDACTED, redact
 from signoff.server.records import LinkRecord, SessionRecord
 from signoff.server.runner import RedactLinkTokens
-from signoff.server.settings import ServerSettings, remote_settings
+from signoff.server.settings import ServerSettings
 from signoff.server.tokens import create_token, revoke_token
 from signoff.store import SQLiteStore
 

@@ -11,7 +11,8 @@ Two kinds of channel, because they fail differently:
   it at ``POST /hooks/<name>``.
 
 Channels come from the ``channels:`` section of ``signoff.yaml``
-(:func:`build_channels`) or are passed to ``Gate(channels=[...])``. Errors from a channel
+(:func:`signoff.channels.registry.build_channels`) or are passed to
+``Gate(channels=[...])``. Errors from a channel
 never let a tool run and never crash the gate: they are audited as ``notification_failed``.
 """
 
@@ -23,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from signoff.model import ApprovalRequest
+from signoff.policy.notify import notify_names, wants
 
 if TYPE_CHECKING:
     import httpx
 
+    from signoff.channels.host import GateHandle
     from signoff.channels.redact import Redactor
-    from signoff.gate import Gate
-    from signoff.policy import Policy
     from signoff.policy.people import Person
     from signoff.store.base import OutboxKind
 
@@ -44,9 +45,9 @@ class Channel(Protocol):
 
     name: str
 
-    async def notify(self, request: ApprovalRequest, gate: Gate) -> None: ...
+    async def notify(self, request: ApprovalRequest, gate: GateHandle) -> None: ...
 
-    async def resolved(self, request: ApprovalRequest, gate: Gate) -> None: ...
+    async def resolved(self, request: ApprovalRequest, gate: GateHandle) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +155,7 @@ class Receiver(Protocol):
 
     name: str
 
-    async def receive(self, inbound: Inbound, gate: Gate) -> Reply: ...
+    async def receive(self, inbound: Inbound, gate: GateHandle) -> Reply: ...
 
 
 class LogChannel:
@@ -165,7 +166,7 @@ class LogChannel:
     def __init__(self, logger: logging.Logger | None = None) -> None:
         self.log = logger or logging.getLogger("signoff.notify")
 
-    async def notify(self, request: ApprovalRequest, gate: Gate) -> None:
+    async def notify(self, request: ApprovalRequest, gate: GateHandle) -> None:
         tools = ", ".join(a.name for a in request.action_requests)
         self.log.info(
             "approval needed: %s (%s) on thread %s — `signoff show %s`",
@@ -175,37 +176,8 @@ class LogChannel:
             request.id,
         )
 
-    async def resolved(self, request: ApprovalRequest, gate: Gate) -> None:
+    async def resolved(self, request: ApprovalRequest, gate: GateHandle) -> None:
         self.log.info("request %s %s", request.id, request.status)
-
-
-def notify_names(request: ApprovalRequest) -> frozenset[str] | None:
-    """The channels a request's rules name in ``notify:``; None means every channel (some
-    call's rule names none)."""
-    lists = [cfg.notify for cfg in request.review_configs]
-    if not lists or any(not names for names in lists):
-        return None
-    return frozenset(name for names in lists for name in names)
-
-
-def wants(request: ApprovalRequest, channel: str) -> bool:
-    """Whether ``channel`` should hear about ``request``. Channels the policy cannot name
-    (``log``, a custom test channel) always do."""
-    from signoff.policy.review import CHANNELS
-
-    names = notify_names(request)
-    return names is None or channel not in CHANNELS or channel in names
-
-
-def build_channels(policy: Policy) -> list[Channel | Messenger]:
-    """The channels configured in the policy's ``channels:`` section (validated; secrets
-    stay ``${ENV}`` references until a message is sent)."""
-    section = policy.sections.get("channels") or {}
-    if not section:
-        return []
-    from signoff.channels.config import build
-
-    return build(section)
 
 
 __all__ = [
@@ -218,7 +190,6 @@ __all__ = [
     "Receiver",
     "Reply",
     "Target",
-    "build_channels",
     "notify_names",
     "wants",
 ]

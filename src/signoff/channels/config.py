@@ -15,10 +15,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args
-from urllib.parse import urlsplit
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -29,10 +27,10 @@ from pydantic import (
 )
 
 from signoff.model import PolicyError
-from signoff.policy.durations import parse_duration
+from signoff.policy.settings import Duration, HttpUrl
 
 if TYPE_CHECKING:
-    from signoff.channels import Channel, Messenger
+    pass
 
 M = TypeVar("M", bound=BaseModel)
 _REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -77,28 +75,12 @@ def _secret(value: object) -> Secret:
     return Secret(match.group(1))
 
 
-def _duration(value: object) -> float:
-    try:
-        return parse_duration(value)
-    except PolicyError as exc:
-        raise ValueError(exc.message) from None
-
-
-def _http_url(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-    return value.rstrip("/")
-
-
 def _id(value: object) -> object:
     # Discord and Slack ids are long numbers; YAML reads unquoted ones as ints.
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 SecretRef = Annotated[Secret, BeforeValidator(_secret)]
-HttpUrl = Annotated[str, AfterValidator(_http_url)]
-Duration = Annotated[float, BeforeValidator(_duration)]
 Id = Annotated[str, BeforeValidator(_id)]
 
 
@@ -253,41 +235,6 @@ def parse(section: Mapping[str, Any], *, filename: str = "signoff.yaml") -> Chan
     return config
 
 
-def build(section: Mapping[str, Any]) -> list[Channel | Messenger]:
-    """One channel object per configured channel, in a fixed order."""
-    config = parse(section)
-    out: list[Channel | Messenger] = []
-    if config.console is not None:
-        from signoff.channels.console import ConsoleChannel
-
-        out.append(ConsoleChannel(config.console))
-    if config.slack is not None:
-        from signoff.channels.slack import SlackChannel
-
-        out.append(SlackChannel(config.slack))
-    if config.discord is not None:
-        from signoff.channels.discord import DiscordChannel
-
-        out.append(DiscordChannel(config.discord))
-    if config.email is not None:
-        from signoff.channels.email import EmailChannel
-
-        out.append(EmailChannel(config.email))
-    if config.line is not None:
-        from signoff.channels.line import LineChannel
-
-        out.append(LineChannel(config.line))
-    if config.webhooks:
-        from signoff.channels.webhooks import WebhookChannel
-
-        out.append(WebhookChannel(config.webhooks))
-    if config.teams is not None:
-        from signoff.channels.teams import TeamsChannel
-
-        out.append(TeamsChannel(config.teams))
-    return out
-
-
 def secret_paths(config: BaseModel, prefix: str) -> list[tuple[str, Secret]]:
     """Every secret reference in a channel's config with its key path (for error messages)."""
     found: list[tuple[str, Secret]] = []
@@ -310,3 +257,9 @@ def missing_secrets(config: BaseModel, prefix: str) -> str | None:
         f"{path} (${{{s.env}}})" for path, s in secret_paths(config, prefix) if not s.available()
     ]
     return "environment variables not set: " + ", ".join(missing) if missing else None
+
+
+def check_sections(sections: Mapping[str, Mapping[str, Any]], *, filename: str) -> None:
+    """The ``channels:`` checker of the section registry (:mod:`signoff.policy.sections`)."""
+    if sections.get("channels"):
+        parse(sections["channels"], filename=filename)

@@ -15,7 +15,7 @@ from signoff.model import ApprovalRequest
 
 if TYPE_CHECKING:
     from signoff.channels.config import ConsoleConfig
-    from signoff.gate import Gate
+    from signoff.channels.host import GateHandle
 
 
 class ConsoleChannel:
@@ -33,7 +33,7 @@ class ConsoleChannel:
             return self._stream
         return sys.stdout if self._which == "stdout" else sys.stderr
 
-    async def notify(self, request: ApprovalRequest, gate: Gate) -> None:
+    async def notify(self, request: ApprovalRequest, gate: GateHandle) -> None:
         redact = Redactor.from_policy(gate.policy)
         text = message.question(request) or "; ".join(message.call_lines(request, redact))
         self._write(
@@ -42,7 +42,7 @@ class ConsoleChannel:
             f"[signoff]   {message.cli_hint(request)}"
         )
 
-    async def resolved(self, request: ApprovalRequest, gate: Gate) -> None:
+    async def resolved(self, request: ApprovalRequest, gate: GateHandle) -> None:
         self._write(f"[signoff] {request.id}: {message.outcome(request)}")
 
     def _write(self, text: str) -> None:

@@ -23,15 +23,17 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from signoff.channels import DeliveryError, Messenger, Outgoing, Receiver, Target
+from signoff.channels.config import ChannelsConfig, parse
 from signoff.channels.outbox import Planner
 from signoff.channels.redact import Redactor
 from signoff.model import ApprovalRequest, AuditEvent, Transition, utcnow
+from signoff.store._outbox_memory import MemoryOutbox
 from signoff.store.base import PROMPT_KINDS, Outbox, OutboxItem, OutboxStore
 
 if TYPE_CHECKING:
     import httpx
 
-    from signoff.gate import Gate
+    from signoff.channels.host import GateHandle
 
 log = logging.getLogger("signoff.channels")
 
@@ -67,13 +69,12 @@ class Delivery:
 
     def __init__(
         self,
-        gate: Gate,
+        gate: GateHandle,
         messengers: Sequence[Messenger],
         settings: DeliverySettings | None = None,
         *,
         public_url: str | None = None,
     ) -> None:
-        from signoff.store._outbox_memory import MemoryOutbox
 
         self.gate = gate
         self.messengers = {m.name: m for m in messengers}
@@ -389,11 +390,8 @@ class Delivery:
             log.exception("could not audit %s for %s", event, item.id)
 
 
-def settings_for(section: Any) -> DeliverySettings:
+def settings_for(section: ChannelsConfig) -> DeliverySettings:
     """The worker's settings from a validated ``channels:`` section."""
-    from signoff.channels.config import ChannelsConfig
-
-    assert isinstance(section, ChannelsConfig)
     d = section.delivery
     return DeliverySettings(
         lease_s=d.lease,
@@ -406,10 +404,8 @@ def settings_for(section: Any) -> DeliverySettings:
     )
 
 
-def delivery_for(gate: Gate, messengers: Sequence[Messenger]) -> Delivery:
+def delivery_for(gate: GateHandle, messengers: Sequence[Messenger]) -> Delivery:
     """The gate's delivery worker, configured from its policy's ``channels:`` section."""
-    from signoff.channels.config import parse
-
     section = gate.policy.sections.get("channels") or {}
     serve = gate.policy.sections.get("serve") or {}
     public = serve.get("public_url")

@@ -42,7 +42,7 @@ from signoff.model import ApprovalRequest
 if TYPE_CHECKING:
     import httpx
 
-    from signoff.gate import Gate
+    from signoff.channels.host import GateHandle
     from signoff.policy.people import Person
     from signoff.store.base import OutboxKind
 
@@ -257,7 +257,7 @@ class DiscordChannel:
         )
 
     # ------------------------------------------------------------ inbound
-    async def receive(self, inbound: Inbound, gate: Gate) -> Reply:
+    async def receive(self, inbound: Inbound, gate: GateHandle) -> Reply:
         if not self.bot or self.config.public_key is None:
             return Reply(404, {"error": "discord is configured as a plain webhook (no buttons)"})
         if not verify(self.config.public_key, inbound.headers, inbound.body, inbound.now):
@@ -293,7 +293,7 @@ class DiscordChannel:
             return self._answer(gate, result)
         return Reply(400, {"error": f"unsupported interaction type {kind}"})
 
-    async def _clicked(self, gate: Gate, person: str, custom_id: str) -> Reply:
+    async def _clicked(self, gate: GateHandle, person: str, custom_id: str) -> Reply:
         parts = custom_id.split(":")
         if len(parts) < 3 or parts[0] != "signoff":
             return _ephemeral("This button is not from signoff.")
@@ -309,7 +309,7 @@ class DiscordChannel:
             return self._answer(gate, result)
         return _ephemeral("Unknown action.")
 
-    def _answer(self, gate: Gate, result: Outcome) -> Reply:
+    def _answer(self, gate: GateHandle, result: Outcome) -> Reply:
         """Success replaces the clicked message with the outcome; a refusal is private."""
         if not result.ok or result.request is None or result.request.pending:
             return _ephemeral(result.text)

@@ -14,11 +14,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from signoff.channels.message import outcome
 from signoff.model import AlreadyDecided, ApprovalRequest, NotFound, SignoffError
 from signoff.model.resolution import may_decide
 
 if TYPE_CHECKING:
-    from signoff.gate import Gate
+    from signoff.channels.host import GateHandle
 
 Action = Literal["approve", "reject", "respond"]
 FRESHNESS_S = 300.0
@@ -55,7 +56,7 @@ def fresh(timestamp: str | float | None, now: float, window_s: float = FRESHNESS
         return False
 
 
-def person_by(gate: Gate, field: str, platform_id: str | None) -> str | None:
+def person_by(gate: GateHandle, field: str, platform_id: str | None) -> str | None:
     """The ``people:`` id whose ``slack``/``discord``/``line``/``email`` address is this."""
     if not platform_id:
         return None
@@ -65,7 +66,7 @@ def person_by(gate: Gate, field: str, platform_id: str | None) -> str | None:
     return None
 
 
-def page_url(gate: Gate, request_id: str) -> str | None:
+def page_url(gate: GateHandle, request_id: str) -> str | None:
     """The request's page in the web inbox, when a public URL is known."""
     base = gate.delivery.base_url() if gate.delivery is not None else None
     return f"{base.rstrip('/')}/requests/{request_id}" if base else None
@@ -92,7 +93,7 @@ def decidable(req: ApprovalRequest, person: str, roles: frozenset[str]) -> list[
     return out
 
 
-async def may_act(gate: Gate, request_id: str, person: str) -> Outcome:
+async def may_act(gate: GateHandle, request_id: str, person: str) -> Outcome:
     """Check before opening a form (a reject reason): ok when ``person`` could decide now."""
     try:
         req = await gate.get(request_id)
@@ -106,7 +107,7 @@ async def may_act(gate: Gate, request_id: str, person: str) -> Outcome:
 
 
 async def decide_as(
-    gate: Gate,
+    gate: GateHandle,
     request_id: str,
     person: str,
     action: Action,
@@ -133,7 +134,7 @@ async def decide_as(
 
 
 async def answer_by_choice(
-    gate: Gate, request_id: str, person: str, index: object, *, channel: str
+    gate: GateHandle, request_id: str, person: str, index: object, *, channel: str
 ) -> Outcome:
     """Answer an inquiry with its ``index``-th choice (a button carries only the index)."""
     try:
@@ -146,14 +147,10 @@ async def answer_by_choice(
 
 
 def _already(req: ApprovalRequest) -> str:
-    from signoff.channels.message import outcome
-
     return f"Already decided — {outcome(req)}."
 
 
 def _done(req: ApprovalRequest, person: str, action: Action) -> str:
-    from signoff.channels.message import outcome
-
     if req.pending:
         verb = {"approve": "approval", "reject": "rejection", "respond": "answer"}[action]
         return f"Your {verb} is recorded ({person}); waiting for more approvers."

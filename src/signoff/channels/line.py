@@ -52,7 +52,7 @@ from signoff.channels.redact import cut
 if TYPE_CHECKING:
     import httpx
 
-    from signoff.gate import Gate
+    from signoff.channels.host import GateHandle
     from signoff.policy.people import Person
     from signoff.store.base import OutboxKind
 
@@ -199,7 +199,7 @@ class LineChannel:
             log.warning("could not reply on LINE: %s", exc)
 
     # ------------------------------------------------------------ inbound
-    async def receive(self, inbound: Inbound, gate: Gate) -> Reply:
+    async def receive(self, inbound: Inbound, gate: GateHandle) -> Reply:
         if not verify(self.config.channel_secret.value(), inbound.headers, inbound.body):
             return Reply(401, {"error": "invalid x-line-signature"})
         try:
@@ -210,7 +210,7 @@ class LineChannel:
         results = [await self._event(e, gate, inbound.now) for e in events if isinstance(e, dict)]
         return Reply(200, {"results": results})
 
-    async def _event(self, event: dict[str, Any], gate: Gate, now: float) -> str:
+    async def _event(self, event: dict[str, Any], gate: GateHandle, now: float) -> str:
         event_id = str(event.get("webhookEventId") or "")
         stamp = event.get("timestamp")
         if not isinstance(stamp, int | float) or not fresh(stamp / 1000, now, FRESHNESS_S):
@@ -236,7 +236,9 @@ class LineChannel:
         await self._reply(token, result[1])
         return result[0]
 
-    async def _decide(self, gate: Gate, person: str, data: Mapping[str, str]) -> tuple[str, str]:
+    async def _decide(
+        self, gate: GateHandle, person: str, data: Mapping[str, str]
+    ) -> tuple[str, str]:
         action, request_id = data.get("a"), data.get("r") or ""
         if action == "respond":
             result = await answer_by_choice(

@@ -47,7 +47,7 @@ from signoff.model import ApprovalRequest
 if TYPE_CHECKING:
     import httpx
 
-    from signoff.gate import Gate
+    from signoff.channels.host import GateHandle
     from signoff.policy.people import Person
     from signoff.store.base import OutboxKind
 
@@ -276,7 +276,7 @@ class SlackChannel:
         return data
 
     # ------------------------------------------------------------ inbound
-    async def receive(self, inbound: Inbound, gate: Gate) -> Reply:
+    async def receive(self, inbound: Inbound, gate: GateHandle) -> Reply:
         secret = self.config.signing_secret.value()
         if not verify(secret, inbound.headers, inbound.body, inbound.now):
             return Reply(401, {"error": "bad or stale Slack signature"})
@@ -294,7 +294,7 @@ class SlackChannel:
             return await self._submitted(payload, gate, inbound.now)
         return Reply(200)
 
-    async def _clicked(self, payload: dict[str, Any], gate: Gate, now: float) -> Reply:
+    async def _clicked(self, payload: dict[str, Any], gate: GateHandle, now: float) -> Reply:
         user = str((payload.get("user") or {}).get("id") or "")
         actions = payload.get("actions") or [{}]
         act = actions[0] if isinstance(actions[0], dict) else {}
@@ -323,7 +323,7 @@ class SlackChannel:
         return Reply(200)
 
     async def _ask_reason(
-        self, payload: dict[str, Any], gate: Gate, request_id: str, person: str
+        self, payload: dict[str, Any], gate: GateHandle, request_id: str, person: str
     ) -> Reply:
         allowed = await may_act(gate, request_id, person)
         if not allowed.ok or allowed.request is None:
@@ -348,7 +348,7 @@ class SlackChannel:
                 await self._ephemeral(payload, result.text)
         return Reply(200)
 
-    async def _submitted(self, payload: dict[str, Any], gate: Gate, now: float) -> Reply:
+    async def _submitted(self, payload: dict[str, Any], gate: GateHandle, now: float) -> Reply:
         view = payload.get("view") or {}
         if view.get("callback_id") != "signoff:reject":
             return Reply(200)

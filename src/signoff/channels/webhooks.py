@@ -43,7 +43,7 @@ from signoff.model import (
 if TYPE_CHECKING:
     import httpx
 
-    from signoff.gate import Gate
+    from signoff.channels.host import GateHandle
     from signoff.policy.people import Person
     from signoff.store.base import OutboxKind
 
@@ -183,7 +183,7 @@ class WebhookChannel:
         return None  # subscribers get decided/expired events instead
 
     # ------------------------------------------------------------ inbound
-    async def receive(self, inbound: Inbound, gate: Gate) -> Reply:
+    async def receive(self, inbound: Inbound, gate: GateHandle) -> Reply:
         secrets = [s.secret.value() for s in self.subscribers]
         if not verify(secrets, inbound.headers, inbound.body, inbound.now):
             return Reply(401, {"error": "bad or missing Standard Webhooks signature"})
@@ -211,7 +211,7 @@ class WebhookChannel:
 
 
 async def _for_every_call(
-    gate: Gate, request_id: str, approver: str, decision: dict[str, Any]
+    gate: GateHandle, request_id: str, approver: str, decision: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """One unkeyed decision answers every call the approver may decide (like a link)."""
     req = await gate.get(request_id)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
+from signoff.assemble import check_sections
 from signoff.cli import render
 from signoff.gate import Gate
 from signoff.gate.core import resolve_config_path
@@ -146,37 +147,8 @@ def policy_check(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
 
 
 def section_problems(policy: Policy) -> tuple[list[str], list[str]]:
-    """Check the sections other parts own (channels, serve, auth, ui, remote).
-
-    Returns (errors, warnings); an unset ``${ENV_VAR}`` is a warning here (the secret may
-    only exist where the server runs), everything else an error.
-    """
-    from signoff.channels import config as channel_config
-
-    filename = policy.path.name if policy.path else "signoff.yaml"
-    errors: list[str] = []
-    warnings: list[str] = []
-    if policy.sections.get("channels"):
-        try:
-            channel_config.parse(policy.sections["channels"], filename=filename)
-        except PolicyError as exc:
-            errors.append(str(exc))
-    server_keys = ("serve", "auth", "ui", "remote")
-    try:
-        from signoff.server.settings import ServerSettings, remote_settings
-    except ImportError:
-        if any(policy.sections.get(k) for k in server_keys):
-            warnings.append("serve/auth/ui/remote were not checked: install signoff[server]")
-        return errors, warnings
-    checks: list[Any] = [lambda: ServerSettings.from_sections(policy.sections, filename=filename)]
-    if policy.sections.get("remote"):
-        checks.append(lambda: remote_settings(policy.sections["remote"], filename=filename))
-    for check in checks:
-        try:
-            check()
-        except PolicyError as exc:
-            (warnings if "environment variable" in exc.message else errors).append(str(exc))
-    return errors, warnings
+    """Check the runtime sections other parts own (see :mod:`signoff.policy.sections`)."""
+    return check_sections(policy)
 
 
 @policy_app.command("explain")

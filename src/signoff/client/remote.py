@@ -21,8 +21,12 @@ from typing import Any, TypeVar
 
 import httpx
 
+from signoff.client.guard import remote_guard
 from signoff.client.http import ApiClient
+from signoff.client.settings import remote_settings
 from signoff.gate.context import ContextMethods, current_context
+from signoff.gate.core import resolve_config_path
+from signoff.gate.guard import raise_for
 from signoff.gate.ledger import run_once
 from signoff.gate.portal import Portal
 from signoff.model import (
@@ -33,6 +37,7 @@ from signoff.model import (
     ToolCall,
     Verdict,
 )
+from signoff.policy import Policy
 
 T = TypeVar("T")
 _REQUEST_FIELDS = frozenset(ApprovalRequest.model_fields)
@@ -121,9 +126,6 @@ class RemoteGate(ContextMethods):
     @classmethod
     def from_config(cls, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> RemoteGate:
         """A remote gate from the ``remote:`` section of ``signoff.yaml``."""
-        from signoff.gate.core import resolve_config_path
-        from signoff.policy import Policy
-
         policy = Policy.load(resolve_config_path(path))
         section = policy.sections.get("remote")
         if not section:
@@ -132,8 +134,6 @@ class RemoteGate(ContextMethods):
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any], **kwargs: Any) -> RemoteGate:
-        from signoff.server.settings import remote_settings
-
         settings = remote_settings(section)
         options: dict[str, Any] = {
             "poll_timeout": settings.poll_timeout,
@@ -164,8 +164,6 @@ class RemoteGate(ContextMethods):
 
     def guard(self, fn: Any = None, **options: Any) -> Any:
         """Decorator gating a sync or async function through the server."""
-        from signoff.client.guard import remote_guard
-
         return remote_guard(self, fn, **options)
 
     # ------------------------------------------------------------------ submit
@@ -319,8 +317,6 @@ class RemoteGate(ContextMethods):
         wait: bool = True,
     ) -> str | ApprovalRequest:
         """Ask a human; returns the answer (raises Rejected/Expired like :meth:`Gate.aask`)."""
-        from signoff.gate.guard import raise_for
-
         ctx = ctx if ctx is not None else current_context()
         body = {
             "question": question,

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from datetime import datetime
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 
-from signoff.model import CallContext
+from signoff.model import CallContext, Principal, utcnow
+from signoff.policy import Policy
+from signoff.store import AuditQuery, Store
 
 BY_FIELDS = ("principal", "agent", "thread", "tool")
 
@@ -76,3 +79,33 @@ class RateWindows:
                     break
                 n += 1
             return n
+
+
+async def seed_from_audit(
+    rates: RateWindows, store: Store, policy: Policy, tools: Iterable[str]
+) -> None:
+    """Replay recent executions from the audit so a restart does not reset rate limits."""
+    names = set(tools) | {
+        k for k in policy.tool_keys if "*" not in k and "?" not in k and "[" not in k
+    }
+    for tool in sorted(names):
+        windows = policy.rate_windows(tool)
+        if not windows:
+            continue
+        since = utcnow() - timedelta(seconds=max(window for _by, window in windows))
+        after = 0
+        while True:
+            rows = await store.read_audit(
+                AuditQuery(after_seq=after, tool=tool, since=since, limit=1000)
+            )
+            for row in rows:
+                if row.event in ("allowed", "executed"):
+                    ctx = CallContext(
+                        principal=Principal(row.principal or ""),
+                        thread=row.thread or "",
+                        agent=row.agent,
+                    )
+                    rates.record(tool, ctx, row.at)
+            if len(rows) < 1000:
+                break
+            after = rows[-1].seq

@@ -27,10 +27,10 @@ from signoff.policy.review import (
     Resolved,
     ReviewCompiler,
 )
+from signoff.policy.sections import RUNTIME_SECTIONS, TOP_KEYS
 from signoff.policy.source import Loc, Problems, Source, bool_hint
 
-TOP_KEYS = ("version", "store", "defaults", "people", "tools")
-RESERVED_SECTIONS = ("serve", "remote", "channels", "auth", "ui")
+RESERVED_SECTIONS = RUNTIME_SECTIONS  # the name older code used
 DEFAULTS_KEYS = (
     "unknown_tool",
     "on_error",
@@ -81,7 +81,7 @@ def compile_policy(
         problems.add(root, f"a policy is a mapping with `version: 1` at the top, got {_kind(data)}")
         problems.raise_if_any()
     data = cast(Mapping[Any, Any], data)
-    check_keys(data, (*TOP_KEYS, *RESERVED_SECTIONS), root, problems, what="top-level key")
+    check_keys(data, (*TOP_KEYS, *RUNTIME_SECTIONS), root, problems, what="top-level key")
     _check_version(data, root, problems)
     people = parse_people(data.get("people"), root.key("people"), problems)
     out = Compiled(people=people)
@@ -160,7 +160,7 @@ def resolve_store(value: object, base_dir: Path, loc: Loc, problems: Problems) -
 
 def _sections(data: Mapping[Any, Any], root: Loc, problems: Problems) -> dict[str, dict[str, Any]]:
     sections: dict[str, dict[str, Any]] = {}
-    for name in RESERVED_SECTIONS:
+    for name in RUNTIME_SECTIONS:
         value = data.get(name)
         if value is None:
             sections[name] = {}

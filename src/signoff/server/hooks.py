@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from signoff.channels import Inbound, Receiver
+from signoff.channels.delivery import Delivery
 from signoff.model import PolicyError
 from signoff.server.state import ServerState, state_of
 
@@ -26,7 +27,7 @@ from signoff.server.state import ServerState, state_of
 def attach(app: Starlette) -> None:
     """Give the gate's outbox worker one-click links and the server's URL."""
     state: ServerState = app.state.signoff
-    delivery = state.gate.delivery
+    delivery = _delivery(state)
     if delivery is None:
         return
     missing = delivery.missing()
@@ -38,8 +39,14 @@ def attach(app: Starlette) -> None:
     delivery.use_links(app.state.links, state.base_url)
 
 
-def _receiver(state: ServerState, name: str) -> Receiver | None:
+def _delivery(state: ServerState) -> Delivery | None:
+    """The gate's outbox worker, when its messengers are signoff's own channels."""
     delivery = state.gate.delivery
+    return delivery if isinstance(delivery, Delivery) else None
+
+
+def _receiver(state: ServerState, name: str) -> Receiver | None:
+    delivery = _delivery(state)
     return delivery.receiver(name) if delivery is not None else None
 
 

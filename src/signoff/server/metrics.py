@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from signoff.model import ApprovalRequest
 
 if TYPE_CHECKING:
-    from signoff.channels import Channel
     from signoff.gate import Gate
+    from signoff.gate.wiring import Notifier
 
 TIME_TO_DECISION_BUCKETS = (
     1.0,
@@ -108,7 +108,7 @@ def _esc(value: str) -> str:
 class CountingChannel:
     """Wraps a gate's channel to count its failures; re-raises so the gate still audits."""
 
-    def __init__(self, inner: Channel, metrics: Metrics) -> None:
+    def __init__(self, inner: Notifier, metrics: Metrics) -> None:
         self.inner = inner
         self.metrics = metrics
         self.name = inner.name

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from pydantic.json_schema import models_json_schema
 
+from signoff import __version__
 from signoff.model import Decision
 from signoff.server import wire
 
@@ -259,8 +260,6 @@ def _audit_responses(refs_out: dict[str, str]) -> dict[str, Any]:
 
 
 def openapi_document(server_url: str, long_poll_max: float = 60.0) -> dict[str, Any]:
-    from signoff import __version__
-
     _, _, schemas = _components()
     return {
         "openapi": "3.1.0",

@@ -1,0 +1,215 @@
+"""Checking an approver's decisions before anything is stored.
+
+Parsing (wire dicts or :class:`Decision` objects), matching keyed or positional decisions to
+calls (LangChain semantics), the per-type rules (allowed types, respond needs an answer,
+thread scope only on approve) and edits (editable arguments, the tool's schema, a re-check
+by the policy). Every refusal is a :class:`DecisionError` naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from signoff.checks import schema_for
+from signoff.model import (
+    ApprovalRequest,
+    CallContext,
+    Decision,
+    DecisionError,
+    DecisionRecord,
+    NotAuthorized,
+    ToolCall,
+    utcnow,
+)
+from signoff.policy import Policy
+
+if TYPE_CHECKING:
+    from signoff.gate.core import Gate
+
+_MISSING = object()
+
+
+def parse_decisions(decisions: Sequence[Decision | Mapping[str, Any]]) -> list[Decision]:
+    """Decisions as objects; a malformed one raises naming ``decisions[i].field``."""
+    if isinstance(decisions, Mapping):
+        raise DecisionError("expected a list of decisions", field="decisions")
+    parsed = []
+    for i, d in enumerate(decisions):
+        if isinstance(d, Decision):
+            parsed.append(d)
+            continue
+        try:
+            parsed.append(Decision.model_validate(d))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise DecisionError(
+                err["msg"], field=f"decisions[{i}]" + (f".{loc}" if loc else "")
+            ) from None
+    if not parsed:
+        raise DecisionError("no decisions given", field="decisions")
+    return parsed
+
+
+def assign_call_ids(req: ApprovalRequest, decisions: list[Decision]) -> list[str]:
+    """Keyed decisions keep their ids; a positional list must answer every call (LangChain
+    semantics) or every call still awaiting a decision."""
+    keyed = [d.tool_call_id for d in decisions]
+    if all(k is not None for k in keyed):
+        return [k for k in keyed if k is not None]
+    if any(k is not None for k in keyed):
+        raise DecisionError(
+            "mix of keyed and positional decisions; give tool_call_id on all or none",
+            field="decisions",
+        )
+    all_ids = [c.tool_call_id for c in req.calls]
+    pending = req.pending_call_ids
+    if len(decisions) == len(all_ids):
+        return all_ids
+    if len(decisions) == len(pending):
+        return pending
+    raise DecisionError(
+        f"number of decisions ({len(decisions)}) does not match the number of "
+        f"calls awaiting a decision ({len(pending)})",
+        field="decisions",
+    )
+
+
+def check_known_person(policy: Policy, who: str) -> None:
+    """With a ``people:`` directory, only people listed there may decide."""
+    if policy.people and who not in policy.people:
+        raise NotAuthorized(
+            f"{who!r} is not in the people: directory of this policy; "
+            f"known: {', '.join(sorted(policy.people))}",
+            field="approver",
+        )
+
+
+def validate_decisions(
+    gate: Gate,
+    req: ApprovalRequest,
+    decisions: Sequence[Decision | Mapping[str, Any]],
+    *,
+    approver: str,
+    channel: str,
+) -> list[DecisionRecord]:
+    """Parse and check decisions against the request without storing anything."""
+    parsed = parse_decisions(decisions)
+    targets = assign_call_ids(req, parsed)
+    call_ids = {c.tool_call_id for c in req.calls}
+    now = utcnow()
+    records = []
+    for i, (d, call_id) in enumerate(zip(parsed, targets, strict=True)):
+        where = f"decisions[{i}]"
+        if call_id not in call_ids:
+            raise DecisionError(
+                f"no call {call_id!r} in request {req.id}; calls: "
+                + ", ".join(c.tool_call_id for c in req.calls),
+                field=f"{where}.tool_call_id",
+            )
+        _check_one(gate, req, call_id, d, where)
+        records.append(
+            DecisionRecord(
+                tool_call_id=call_id,
+                type=d.type,
+                edited_action=d.edited_action,
+                message=d.message,
+                scope=d.scope,
+                approver=approver,
+                channel=channel,
+                at=now,
+            )
+        )
+    return records
+
+
+def _check_one(gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, where: str) -> None:
+    cfg = req.config(call_id)
+    if d.type not in cfg.allowed_decisions:
+        raise DecisionError(
+            f"decision type {d.type!r} is not allowed for {cfg.action_name}; "
+            f"allowed: {', '.join(cfg.allowed_decisions)}",
+            field=f"{where}.type",
+        )
+    if d.type == "edit":
+        check_edit(gate, req, call_id, d, where)
+    elif d.edited_action is not None:
+        raise DecisionError(
+            "edited_action is only valid with type 'edit'", field=f"{where}.edited_action"
+        )
+    if d.type == "respond" and not (d.message or "").strip():
+        raise DecisionError(
+            "a respond decision needs the answer in `message`", field=f"{where}.message"
+        )
+    if d.scope == "thread" and d.type != "approve":
+        raise DecisionError(
+            "scope 'thread' is only valid on an approve decision", field=f"{where}.scope"
+        )
+    if d.scope == "thread" and not cfg.allow_thread_approval:
+        raise DecisionError(
+            f"the policy forbids approving {cfg.action_name} for the "
+            "whole thread (allow_thread_approval: false)",
+            field=f"{where}.scope",
+        )
+
+
+def check_edit(gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, where: str) -> None:
+    """Same tool, only editable arguments changed, schema holds, and the policy does not
+    deny the edited call."""
+    original = req.action_request(call_id)
+    cfg = req.config(call_id)
+    edited = d.edited_action
+    if edited is None:
+        raise DecisionError(
+            "an edit needs edited_action {name, args}", field=f"{where}.edited_action"
+        )
+    if edited.name != original.name:
+        raise DecisionError(
+            f"an edit cannot switch tools ({original.name} → {edited.name})",
+            field=f"{where}.edited_action.name",
+        )
+    for key in sorted(set(original.args) | set(edited.args)):
+        changed = original.args.get(key, _MISSING) != edited.args.get(key, _MISSING)
+        if changed and not cfg.may_edit(key):
+            raise DecisionError(
+                f"argument {key!r} of {original.name} may not be edited; editable: "
+                + (", ".join(cfg.editable_args) or "none"),
+                field=f"{where}.edited_action.args.{key}",
+            )
+    info = gate.tools.get(original.name)
+    schema = (
+        info.schema
+        if info and info.schema
+        else (schema_for(cfg.args_schema) if cfg.args_schema else None)
+    )
+    if schema is not None:
+        errors = schema.errors(edited.args)
+        if errors:
+            raise DecisionError(
+                "edited arguments do not match the tool's schema: " + "; ".join(errors),
+                field=f"{where}.edited_action.args",
+            )
+    ctx = request_context(req, gate.policy)
+    verdict = gate.check(ToolCall(original.name, edited.args, id=call_id), ctx, audit=False)
+    if verdict.denied:
+        raise DecisionError(
+            f"the edited call is denied by rule {verdict.rule}: {verdict.reason}; "
+            "edit it differently or reject it",
+            field=f"{where}.edited_action.args",
+        )
+
+
+def request_context(req: ApprovalRequest, policy: Policy) -> CallContext:
+    """Rebuild the call context a request was made in (for re-checking edited calls)."""
+    return CallContext(
+        principal=policy.principal(req.principal.id, req.principal.roles),
+        thread=req.thread,
+        agent=req.agent,
+        environment=req.environment,
+        user_request=req.user_request,
+        reasoning=req.reasoning,
+        attrs=req.attrs,
+    )

@@ -1,0 +1,249 @@
+"""Submitting one agent step: build the request, store it with its outbox rows, tell people.
+
+Allowed and denied calls never get here (the checks answered them). Calls that need review
+become one :class:`ApprovalRequest` per step; then, in order: non-interactive mode rejects at
+once, yolo mode approves at once, standing thread approvals are applied, and whoever is still
+needed is notified.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from signoff.gate.grants import apply_thread_grants
+from signoff.model import (
+    Action,
+    ActionRequest,
+    ApprovalRequest,
+    AuditEvent,
+    CallContext,
+    CallState,
+    Inquiry,
+    PrincipalInfo,
+    ReviewConfig,
+    ReviewSpec,
+    ToolCall,
+    Verdict,
+    new_id,
+    utcnow,
+)
+from signoff.model.resolution import system_resolve
+from signoff.policy.notify import wants
+from signoff.store.base import OutboxStore
+
+if TYPE_CHECKING:
+    from signoff.gate.core import Gate
+
+log = logging.getLogger("signoff.gate")
+
+
+@dataclass(slots=True)
+class Submission:
+    """The answer to one agent step: a verdict per call, and the request if any needs review."""
+
+    calls: list[ToolCall]
+    verdicts: list[Verdict]
+    request: ApprovalRequest | None = None
+    created: bool = False
+
+    def verdict_for(self, call_id: str) -> Verdict:
+        for call, verdict in zip(self.calls, self.verdicts, strict=True):
+            if call.id == call_id:
+                return verdict
+        raise KeyError(call_id)
+
+    def to_wire(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "verdicts": [v.to_wire(c.id) for c, v in zip(self.calls, self.verdicts, strict=True)]
+        }
+        if self.request is not None:
+            body["id"] = self.request.id
+            body["status"] = self.request.status
+        return body
+
+
+async def submit_checked(
+    gate: Gate,
+    calls: list[ToolCall],
+    verdicts: list[Verdict],
+    ctx: CallContext,
+    inquiry: Inquiry | None,
+) -> Submission:
+    """Store one request for the calls whose verdict needs review, and set it going."""
+    sub = Submission(calls, verdicts)
+    review = [(c, v) for c, v in zip(calls, verdicts, strict=True) if v.needs_approval]
+    if not review:
+        return sub
+    await gate.astart()
+    request = build_request(gate, review, ctx, inquiry)
+    stored, created = await _create(gate, request, [_created_event(request, ctx)])
+    sub.request, sub.created = stored, created
+    if not created:
+        return sub
+    gate.sweeper.poke()
+    if not gate.interactive:
+        message = "no human is available to approve (non-interactive mode)"
+        sub.request = await _system_resolve(gate, stored, "rejected", "non-interactive", message)
+        return sub
+    if gate.auto_approve:
+        outcome: Literal["approved", "rejected"] = "rejected" if inquiry else "approved"
+        message = (
+            "approved automatically (yolo mode)"
+            if outcome == "approved"
+            else "no human is available to answer (yolo mode)"
+        )
+        sub.request = await _system_resolve(gate, stored, outcome, "yolo", message)
+        return sub
+    sub.request = await apply_thread_grants(gate, stored) or stored
+    if sub.request.pending:
+        await notify(gate, sub.request)
+    return sub
+
+
+async def _system_resolve(
+    gate: Gate,
+    request: ApprovalRequest,
+    outcome: Literal["approved", "rejected"],
+    actor: str,
+    message: str,
+) -> ApprovalRequest:
+    tr = await gate.update(
+        request.id,
+        lambda r: system_resolve(r, outcome, actor=actor, now=utcnow(), message=message),
+    )
+    return tr.request
+
+
+def _created_event(request: ApprovalRequest, ctx: CallContext) -> AuditEvent:
+    return AuditEvent(
+        event="created",
+        at=request.created_at,
+        request_id=request.id,
+        thread=request.thread,
+        principal=ctx.principal.id,
+        agent=ctx.agent,
+        policy_hash=request.policy_hash,
+        data={
+            "calls": [
+                {"tool_call_id": a.tool_call_id, "tool": a.name, "rule": a.rule}
+                for a in request.action_requests
+            ],
+            "kind": request.kind,
+        },
+    )
+
+
+async def _create(
+    gate: Gate, request: ApprovalRequest, events: list[AuditEvent]
+) -> tuple[ApprovalRequest, bool]:
+    """Store the request with its notification outbox rows (one transaction when the store
+    has a durable outbox). No prompts when nobody will be asked."""
+    delivery = gate.delivery
+    if delivery is None or not gate.interactive or gate.auto_approve:
+        return await gate.store.create_request(request, events)
+    try:
+        outbox = delivery.plan(request)
+    except Exception:
+        log.exception("planning notifications for %s failed", request.id)
+        outbox = []
+    if delivery.durable:
+        assert isinstance(gate.store, OutboxStore)
+        stored, created = await gate.store.create_request(request, events, outbox=outbox)
+    else:
+        stored, created = await gate.store.create_request(request, events)
+        if created:
+            await delivery.outbox.enqueue_outbox(outbox)
+    if created and outbox:
+        delivery.poke()
+    return stored, created
+
+
+def build_request(
+    gate: Gate, review: list[tuple[ToolCall, Verdict]], ctx: CallContext, inquiry: Inquiry | None
+) -> ApprovalRequest:
+    """One request holding every reviewable call of a step; the earliest deadline wins."""
+    now = utcnow()
+    specs: list[ReviewSpec] = [v.review or ReviewSpec() for _c, v in review]
+    timeout = min(s.timeout_s for s in specs)
+    escalate_at = None
+    escalating = [s for s in specs if s.on_timeout == "escalate"]
+    if escalating:
+        after = min(s.escalate_after_s or s.timeout_s / 2 for s in escalating)
+        escalate_at = now + timedelta(seconds=after)
+    actions, configs, states = [], [], []
+    for (call, verdict), spec in zip(review, specs, strict=True):
+        info = gate.tools.get(call.name)
+        actions.append(
+            ActionRequest(
+                name=call.name,
+                args=dict(call.args),
+                tool_call_id=call.id,
+                rule=verdict.rule,
+                reason=verdict.reason,
+                risk=verdict.risk,
+                description=verdict.description or spec.description,
+            )
+        )
+        schema = info.schema.json_schema if info and info.schema else None
+        configs.append(ReviewConfig.of(call.id, call.name, spec, schema))
+        states.append(
+            CallState(
+                tool_call_id=call.id,
+                quorum=spec.approvers.quorum,
+                action=Action(name=call.name, args=dict(call.args)),
+            )
+        )
+    return ApprovalRequest(
+        id=new_id("req"),
+        kind="inquiry" if inquiry else "tool_call",
+        thread=ctx.thread,
+        agent=ctx.agent,
+        principal=PrincipalInfo(id=ctx.principal.id, roles=sorted(ctx.principal.roles)),
+        environment=ctx.environment,
+        user_request=ctx.user_request,
+        reasoning=ctx.reasoning,
+        attrs=_jsonable(ctx.attrs),
+        action_requests=actions,
+        review_configs=configs,
+        calls=states,
+        created_at=now,
+        expires_at=now + timedelta(seconds=timeout),
+        escalate_at=escalate_at,
+        policy_hash=review[0][1].policy_hash,
+        inquiry=inquiry,
+    )
+
+
+async def notify(gate: Gate, req: ApprovalRequest) -> None:
+    """Tell the in-process channels the policy names for this request; audit each outcome."""
+    for channel in gate.channels:
+        if not wants(req, channel.name):
+            continue
+        try:
+            await channel.notify(req, gate)
+        except Exception as exc:
+            log.warning("channel %s failed to notify: %s", channel.name, exc)
+            event = AuditEvent(
+                event="notification_failed",
+                request_id=req.id,
+                thread=req.thread,
+                actor=channel.name,
+                data={"error": str(exc)},
+            )
+        else:
+            event = AuditEvent(
+                event="notified", request_id=req.id, thread=req.thread, actor=channel.name
+            )
+        await gate.store.append_audit([event])
+
+
+def _jsonable(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(json.dumps(dict(attrs), default=str)))
+
+
+__all__ = ["Submission", "build_request", "notify", "submit_checked"]

@@ -1,0 +1,105 @@
+"""Deadlines hold without a waiter: expire or escalate every due request.
+
+Runs on the gate's loop: once at start (what passed its deadline while nobody was running),
+then whenever the next deadline comes or a new request pokes it. Rows are handled one by one,
+so a row that fails to update is logged and skipped, never the end of a pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+from signoff.model import ApprovalRequest, utcnow
+from signoff.model.resolution import Transition, due_transition
+
+if TYPE_CHECKING:
+    from signoff.gate.core import Gate
+
+log = logging.getLogger("signoff.gate")
+
+
+def due_mutation(r: ApprovalRequest) -> Transition:
+    """Expire or escalate ``r`` if its time has come (a no-op otherwise)."""
+    return due_transition(r, utcnow()) or Transition(r, changed=False)
+
+
+class Sweeper:
+    """The gate's deadline keeper; see the module docstring."""
+
+    def __init__(self, gate: Gate, interval: float) -> None:
+        self.gate = gate
+        self.interval = interval
+        self._task: asyncio.Future[None] | None = None
+        self._wake: asyncio.Event | None = None
+        self._reported: set[str] = set()
+
+    async def sweep(self) -> int:
+        """Expire or escalate every due request once; returns how many changed."""
+        changed = 0
+        failed: set[str] = set()
+        while True:
+            ids = await self.gate.store.due_requests(utcnow(), limit=200)
+            ids = [i for i in ids if i not in failed]
+            if not ids:
+                return changed
+            progressed = 0
+            for request_id in ids:
+                try:
+                    tr = await self.gate.update(request_id, due_mutation)
+                except Exception:
+                    # One bad row never stops the pass: skip it now, retry it next pass,
+                    # and say so once per process rather than every second.
+                    failed.add(request_id)
+                    if request_id not in self._reported:
+                        self._reported.add(request_id)
+                        log.exception("sweeper could not update %s; skipping it", request_id)
+                    continue
+                if tr.changed:
+                    changed += 1
+                    progressed += 1
+                    await self.gate.after_change(tr)
+            if not progressed:
+                return changed
+
+    async def start(self) -> None:
+        """One pass now, then the loop (on the running loop: the gate's portal)."""
+        self._wake = asyncio.Event()
+        await self.sweep()
+        self._task = asyncio.ensure_future(self._loop())
+
+    async def _loop(self) -> None:
+        assert self._wake is not None
+        while True:
+            try:
+                await self.sweep()
+                nxt = await self.gate.store.next_due_at()
+            except Exception:
+                log.exception("sweeper pass failed; retrying")
+                nxt = None
+            delay = self.interval
+            if nxt is not None:
+                delay = max(0.0, min(delay, (nxt - utcnow()).total_seconds()))
+            self._wake.clear()
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+
+    def poke(self) -> None:
+        """Look again now (a new request may be due sooner than the next wake-up)."""
+        wake = self._wake
+        if wake is not None:
+            self.gate._portal.loop.call_soon_threadsafe(wake.set)
+
+    async def stop(self) -> None:
+        task = self._task
+        if task is None:
+            return
+        # Python 3.11's wait_for swallows a cancel that races with the wake event
+        # (a request submitted just before close): cancel until the task really ends.
+        while not task.done():
+            task.cancel()
+            await asyncio.wait([task], timeout=0.1)
+        with suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,86 @@
+"""Every top-level section of ``signoff.yaml``, registered in one place.
+
+The loader accepts exactly these keys. *Policy* sections are compiled by the loader itself;
+*runtime* sections are kept as raw mappings in ``Policy.sections`` for the package that owns
+them, which validates them (``signoff policy check`` runs every ``checker``; ``signoff serve``
+and the gate run their own at start-up). Adding a section is one entry here, one row in the
+table of docs/policy.md (a test keeps the two equal), and the owner's settings model.
+
+A ``checker`` is named as ``"module:function"`` rather than imported, because the owners sit
+above the policy layer and some need an optional extra (the server's needs ``signoff[server]``);
+it is called as ``function(sections, filename=...)`` and raises :class:`PolicyError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    name: str
+    kind: Literal["policy", "runtime"]
+    summary: str
+    checker: str | None = None
+    extra: str | None = None  # the optional extra the checker needs, if any
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("version", "policy", "The format version. Must be `1`."),
+    Section("store", "policy", "Where approvals and the audit log are kept (a URL)."),
+    Section(
+        "defaults",
+        "policy",
+        "Review fields and decisions that apply when nothing more "
+        "specific does; inherited by tools and rules.",
+    ),
+    Section("people", "policy", "The people who exist, their roles, and how to reach them."),
+    Section("tools", "policy", "One entry per tool (or glob of tools): rules and review fields."),
+    Section(
+        "gate",
+        "runtime",
+        "Runtime settings of the gate (not policy): e.g. `sweep_interval`.",
+        checker="signoff.gate.settings:check_sections",
+    ),
+    Section(
+        "channels",
+        "runtime",
+        "Notification channels: Slack, Discord, e-mail, LINE, "
+        "webhooks, Teams, console; delivery settings.",
+        checker="signoff.channels.config:check_sections",
+    ),
+    Section(
+        "serve",
+        "runtime",
+        "Where `signoff serve` listens and its public URL.",
+        checker="signoff.server.settings:check_sections",
+        extra="server",
+    ),
+    Section(
+        "auth",
+        "runtime",
+        "How people and agents sign in to the server.",
+        checker="signoff.server.settings:check_sections",
+        extra="server",
+    ),
+    Section(
+        "ui",
+        "runtime",
+        "The web inbox: redaction of secret-named arguments and display.",
+        checker="signoff.server.settings:check_sections",
+        extra="server",
+    ),
+    Section(
+        "remote",
+        "runtime",
+        "Makes `Gate.from_config` return a remote gate talking to "
+        "`signoff serve` (`url`, `token`).",
+        checker="signoff.client.settings:check_sections",
+        extra="client",
+    ),
+)
+
+BY_NAME = {s.name: s for s in SECTIONS}
+TOP_KEYS = tuple(s.name for s in SECTIONS if s.kind == "policy")
+RUNTIME_SECTIONS = tuple(s.name for s in SECTIONS if s.kind == "runtime")
