@@ -120,6 +120,16 @@ async def test_a_version_1_schema_gains_the_outbox_and_its_grants_on_upgrade(
     s = sql.Identifier(schema)
     with psycopg.connect(pg_url, autocommit=True) as conn:  # back to version 1
         conn.execute(sql.SQL("DROP TABLE {}.outbox").format(s))
+        conn.execute(  # version 3's quarantine columns (dropping them drops their indexes)
+            sql.SQL(
+                "ALTER TABLE {}.requests DROP COLUMN quarantined_at, DROP COLUMN quarantine_reason"
+            ).format(s)
+        )
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX requests_due ON {}.requests (due_at) WHERE status = 'pending'"
+            ).format(s)
+        )
         conn.execute(sql.SQL("DELETE FROM {}.schema_migrations WHERE version > 1").format(s))
         for statement in APP_GRANTS:  # as granted by a version 1 signoff (no outbox then)
             text = statement.replace(", {s}.outbox", "")

@@ -146,7 +146,7 @@ async def test_sweeper_query_can_use_the_partial_due_index(pg_store: PostgresSto
             q(
                 pg_store,
                 "EXPLAIN SELECT id FROM {s}.requests WHERE status = 'pending' "
-                "AND due_at <= now() ORDER BY due_at LIMIT 10",
+                "AND quarantined_at IS NULL AND due_at <= now() ORDER BY due_at LIMIT 10",
             )
         ).fetchall()
     assert "requests_due" in " ".join(str(row[0]) for row in plan)

@@ -1,4 +1,5 @@
-"""``signoff db upgrade`` and ``signoff db status``: the store's schema, for operators.
+"""``signoff db upgrade``, ``signoff db status`` and ``signoff db check``: the store's schema
+and health, for operators.
 
 Every store also migrates itself when it opens (PostgreSQL under an advisory lock, so
 replicas starting together do not race), so ``upgrade`` is for doing it *before* rolling out
@@ -14,10 +15,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from signoff.cli.main import ConfigOpt, JsonOpt, emit_json, fail, load_policy, out
 from signoff.model import SignoffError
-from signoff.store import SQLiteStore, Store, open_store
+from signoff.store import SQLiteStore, Store, StoreCheck, open_store
 
 db_app = typer.Typer(help="Create, upgrade and inspect the store's schema.", no_args_is_help=True)
 
@@ -96,6 +98,49 @@ def status(config: ConfigOpt = None, store: StoreOpt = None, as_json: JsonOpt = 
         out.print(f"{report['store']}: version {current} is newer than this signoff ({supported})")
     else:
         out.print(f"{report['store']}: schema is up to date (version {current})")
+
+
+@db_app.command("check")
+def check(config: ConfigOpt = None, store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+    """Check the store's health: exit 0 when healthy, 1 when not.
+
+    SQLite: integrity, schema version, audit triggers, quarantined rows. PostgreSQL: schema
+    version, audit triggers, audit privileges, the app roles' grants, quarantined rows.
+    Read-only: it never migrates or repairs.
+    """
+    target = _store(config, store)
+    try:
+        report = asyncio.run(_check(target))
+    except SignoffError as exc:
+        fail(str(exc))
+    report.store = _where(target)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        _print_check(report)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+async def _check(store: Store) -> StoreCheck:
+    try:
+        return await store.check()
+    finally:
+        await store.close()
+
+
+def _print_check(report: StoreCheck) -> None:
+    out.print(f"{escape(report.store)} ({report.backend}, schema version {report.version})")
+    width = max((len(item.name) for item in report.items), default=0)
+    for item in report.items:
+        mark = "[green]ok  [/]" if item.ok else "[bold red]FAIL[/]"
+        out.print(f"  {mark}  {item.name.ljust(width)}  {escape(item.detail)}")
+    for row in report.quarantined:
+        out.print(
+            f"  quarantined {escape(row.id)} ({row.status}, since "
+            f"{row.quarantined_at:%Y-%m-%d %H:%M:%S}Z): {escape(row.reason)}"
+        )
+    problems = sum(not item.ok for item in report.items)
+    out.print("healthy" if not problems else f"[bold red]unhealthy[/]: {problems} problem(s)")
 
 
 async def _upgrade(store: Store, role: str | None) -> dict[str, Any]:

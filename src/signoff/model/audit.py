@@ -23,6 +23,7 @@ AuditEventType = Literal[
     "executed",  # it finished
     "failed",  # it raised
     "notification_failed",  # a channel gave up
+    "quarantined",  # the stored request could not be read; it is set aside (never fatal)
 ]
 
 

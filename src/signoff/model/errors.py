@@ -89,6 +89,24 @@ class StoreError(SignoffError):
     """The store could not be used. The gate fails closed on it."""
 
 
+class RequestQuarantined(StoreError):
+    """The stored row of one request cannot be read (deep nesting, corrupt JSON, a manual
+    edit…): it is quarantined — left out of lists, counts, sweeps and notifications — until
+    someone cancels it (``signoff cancel ID``) or repairs it."""
+
+    def __init__(self, request_id: str, reason: str, *, status: str | None = None) -> None:
+        self.request_id = request_id
+        self.reason = reason
+        self.status = status
+        if status is None or status == "pending":
+            then = f"`signoff cancel {request_id}` closes it"
+        else:
+            then = f"it is already {status}"
+        super().__init__(
+            f"request {request_id} cannot be read: {reason}; it is quarantined; {then}"
+        )
+
+
 class ToolCallStopped(SignoffError):
     """Base of the outcomes that stop a gated tool from running."""
 

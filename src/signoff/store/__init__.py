@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from signoff.model import StoreError
-from signoff.store.base import AuditQuery, ChangeListener, Mutation, Store
+from signoff.store.base import (
+    AuditQuery,
+    ChangeListener,
+    Mutation,
+    QuarantinedRequest,
+    RequestCounts,
+    Store,
+    StoreCheck,
+)
 from signoff.store.memory import MemoryStore
 from signoff.store.sqlite import SQLiteStore
 
@@ -33,8 +41,11 @@ __all__ = [
     "ChangeListener",
     "MemoryStore",
     "Mutation",
+    "QuarantinedRequest",
+    "RequestCounts",
     "SQLiteStore",
     "Store",
+    "StoreCheck",
     "open_store",
 ]
 

@@ -166,7 +166,20 @@ _V2 = (
     $do$""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+_V3 = (
+    # Unreadable rows are marked, not fatal (store/_quarantine.py); every replica sees it.
+    "ALTER TABLE {s}.requests ADD COLUMN quarantined_at timestamptz",
+    "ALTER TABLE {s}.requests ADD COLUMN quarantine_reason text",
+    # The sweeper's index leaves quarantined rows out; it also answers /metrics' pending count.
+    "DROP INDEX {s}.requests_due",
+    "CREATE INDEX requests_due ON {s}.requests (due_at) "
+    "WHERE status = 'pending' AND quarantined_at IS NULL",
+    "CREATE INDEX requests_quarantined ON {s}.requests (quarantined_at) "
+    "WHERE quarantined_at IS NOT NULL",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+AUDIT_TRIGGERS = ("audit_no_update_or_delete", "audit_no_truncate")
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _VERSION_TABLE = """CREATE TABLE IF NOT EXISTS {s}.schema_migrations (

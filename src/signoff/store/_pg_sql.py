@@ -29,6 +29,7 @@ from psycopg import sql
 from signoff.model import ApprovalRequest, AuditEvent, Transition
 from signoff.store._pg_audit import entries_json
 from signoff.store._pg_outbox import CREATE_CTE, rows_json
+from signoff.store._quarantine import Unreadable
 from signoff.store._waiting import listener_event
 from signoff.store.audit import iso_utc
 from signoff.store.base import AuditQuery, OutboxItem
@@ -69,25 +70,70 @@ SELECT a.seq, pg_notify(%(channel)s, %(note)s::text || a.seq || '}}')
 FROM u, LATERAL (SELECT {s}.audit_append(%(audit)s::json, %(origin)s) AS seq) a
 """
 
-_CLAIM_DUE = """
+# Every read of a request row takes these columns (then maybe more), so a row that cannot
+# be parsed becomes an Unreadable — quarantined, never fatal (store/_quarantine.py).
+ROW = "id, thread, status, doc::text, quarantined_at, quarantine_reason"
+
+
+def _row(alias: str) -> str:
+    return ", ".join(f"{alias}.{c.strip()}" for c in ROW.split(","))
+
+
+# The due rows come back with their documents: the store parses each before the sweeper
+# sees it, and quarantines one that fails instead of handing the sweeper a poison row.
+_CLAIM_DUE = f"""
 WITH due AS (
-    SELECT id FROM {s}.requests
-    WHERE status = 'pending' AND due_at <= %(now)s
+    SELECT id FROM {{s}}.requests
+    WHERE status = 'pending' AND quarantined_at IS NULL AND due_at <= %(now)s
       AND (claimed_until IS NULL OR claimed_until <= now() OR claimed_by = %(origin)s)
     ORDER BY due_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED)
-UPDATE {s}.requests r
+UPDATE {{s}}.requests r
 SET claimed_by = %(origin)s, claimed_until = now() + make_interval(secs => %(lease_s)s)
 FROM due WHERE r.id = due.id
-RETURNING r.id, r.due_at
+RETURNING {_row("r")}, r.due_at
+"""
+
+# Marks an unreadable row (once: whoever finds it first), cancels its notifications, audits
+# and NOTIFYs (so waiters on other replicas are told) — one statement.
+_QUARANTINE = """
+WITH q AS (
+    UPDATE {s}.requests
+    SET quarantined_at = now(), quarantine_reason = %(reason)s,
+        claimed_by = NULL, claimed_until = NULL
+    WHERE id = %(id)s AND quarantined_at IS NULL
+    RETURNING id),
+o AS (
+    UPDATE {s}.outbox SET status = 'cancelled', lease_until = NULL, error = %(error)s
+    WHERE request_id IN (SELECT id FROM q) AND status IN ('pending', 'sending'))
+SELECT a.seq, pg_notify(%(channel)s, %(note)s::text || a.seq || '}}')
+FROM q, LATERAL (SELECT {s}.audit_append(%(audit)s::json, %(origin)s) AS seq) a
+"""
+
+# Closes a quarantined row without reading its document.
+_CANCEL_QUARANTINED = """
+WITH u AS (
+    UPDATE {s}.requests
+    SET status = 'cancelled', version = version + 1, claimed_by = NULL, claimed_until = NULL
+    WHERE id = %(id)s AND status = 'pending' AND quarantined_at IS NOT NULL
+    RETURNING id)
+SELECT a.seq, pg_notify(%(channel)s, %(note)s::text || a.seq || '}}')
+FROM u, LATERAL (SELECT {s}.audit_append(%(audit)s::json, %(origin)s) AS seq) a
+"""
+
+# /metrics: each count from a partial index, no document parsed.
+_COUNT = """
+SELECT
+    (SELECT count(*) FROM {s}.requests WHERE status = 'pending' AND quarantined_at IS NULL),
+    (SELECT count(*) FROM {s}.requests WHERE quarantined_at IS NOT NULL AND status = 'pending')
 """
 
 # Rows leased by another replica are left out, so this replica's sweeper does not spin on
 # requests it may not take; it still wakes every sweep interval to notice an expired lease.
 _NEXT_DUE = """
 SELECT due_at FROM {s}.requests
-WHERE status = 'pending'
+WHERE status = 'pending' AND quarantined_at IS NULL
   AND (claimed_until IS NULL OR claimed_until <= now() OR claimed_by = %(origin)s)
 ORDER BY due_at
 LIMIT 1
@@ -102,6 +148,12 @@ class Statements:
     update: sql.Composed
     claim_due: sql.Composed
     next_due: sql.Composed
+    quarantine: sql.Composed
+    release: sql.Composed
+    cancel_quarantined: sql.Composed
+    quarantine_state: sql.Composed
+    quarantined: sql.Composed
+    count: sql.Composed
     read_doc: sql.Composed
     read_docs_terminal: sql.Composed
     read_docs: sql.Composed
@@ -123,13 +175,29 @@ class Statements:
             update=q(_UPDATE),
             claim_due=q(_CLAIM_DUE),
             next_due=q(_NEXT_DUE),
-            read_doc=q("SELECT doc::text, version FROM {s}.requests WHERE id = %s"),
-            read_docs_terminal=q(
-                "SELECT doc::text FROM {s}.requests WHERE id = ANY(%s) AND status <> 'pending'"
+            quarantine=q(_QUARANTINE),
+            release=q(
+                "UPDATE {s}.requests SET quarantined_at = NULL, quarantine_reason = NULL "
+                "WHERE id = %s AND quarantined_at IS NOT NULL"
             ),
-            read_docs=q("SELECT id, doc::text FROM {s}.requests WHERE id = ANY(%s)"),
+            cancel_quarantined=q(_CANCEL_QUARANTINED),
+            quarantine_state=q(
+                "SELECT thread, status, quarantined_at, quarantine_reason FROM {s}.requests "
+                "WHERE id = %s"
+            ),
+            quarantined=q(
+                "SELECT id, thread, status, quarantined_at, quarantine_reason FROM {s}.requests "
+                "WHERE quarantined_at IS NOT NULL ORDER BY quarantined_at DESC, id LIMIT %s"
+            ),
+            count=q(_COUNT),
+            read_doc=q(f"SELECT {ROW}, version FROM {{s}}.requests WHERE id = %s"),
+            read_docs_terminal=q(
+                f"SELECT {ROW} FROM {{s}}.requests WHERE id = ANY(%s) "
+                "AND (status <> 'pending' OR quarantined_at IS NOT NULL)"
+            ),
+            read_docs=q(f"SELECT {ROW} FROM {{s}}.requests WHERE id = ANY(%s)"),
             by_call=q(
-                "SELECT r.doc::text FROM {s}.call_keys k JOIN {s}.requests r "
+                f"SELECT {_row('r')} FROM {{s}}.call_keys k JOIN {{s}}.requests r "
                 "ON r.id = k.request_id WHERE k.thread = %s AND k.tool_call_id = %s"
             ),
             stored_calls=q(
@@ -162,18 +230,19 @@ COUNT_BY = {"principal": "principal", "agent": "agent", "thread": "thread"}
 def list_requests(
     schema: str, *, status: str | None, thread: str | None, kind: str | None
 ) -> tuple[sql.Composed, list[str]]:
-    """``SELECT doc`` newest first, filtered; LIMIT and OFFSET are the last two parameters."""
-    where: list[sql.Composable] = []
+    """Rows newest first, filtered, quarantined ones left out; LIMIT and OFFSET are the last
+    two parameters."""
+    where: list[sql.Composable] = [sql.SQL("quarantined_at IS NULL")]
     args: list[str] = []
     for column, value in (("status", status), ("thread", thread), ("kind", kind)):
         if value is not None:
             where.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
             args.append(value)
-    clause = sql.SQL("WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL("")
+    clause = sql.SQL("WHERE ") + sql.SQL(" AND ").join(where)
     query = sql.SQL(
-        "SELECT doc::text FROM {s}.requests {where} "
+        "SELECT {row} FROM {s}.requests {where} "
         "ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s"
-    ).format(s=sql.Identifier(schema), where=clause)
+    ).format(row=sql.SQL(ROW), s=sql.Identifier(schema), where=clause)
     return query, args
 
 
@@ -278,3 +347,29 @@ def note_head(request: ApprovalRequest, events: list[AuditEvent], origin: str) -
     event = listener_event([e.event for e in events], request)
     head = json.dumps({"id": request.id, "event": event, "origin": origin})
     return head[:-1] + ', "seq": '
+
+
+def quarantine_params(bad: Unreadable, origin: str, channel: str) -> dict[str, Any]:
+    head = json.dumps({"id": bad.id, "event": "quarantined", "origin": origin})
+    return {
+        "id": bad.id,
+        "reason": bad.reason,
+        "error": "request quarantined: it cannot be read",
+        "audit": entries_json([bad.audit_event()]),
+        "origin": origin,
+        "channel": channel,
+        "note": head[:-1] + ', "seq": ',
+    }
+
+
+def cancel_quarantined_params(
+    request_id: str, event: AuditEvent, origin: str, channel: str
+) -> dict[str, Any]:
+    head = json.dumps({"id": request_id, "event": "cancelled", "origin": origin})
+    return {
+        "id": request_id,
+        "audit": entries_json([event]),
+        "origin": origin,
+        "channel": channel,
+        "note": head[:-1] + ', "seq": ',
+    }

@@ -21,6 +21,7 @@ from signoff.model import ApprovalRequest, AuditEvent
 from signoff.store._pg_conn import Conn
 from signoff.store._pg_listen import Note
 from signoff.store._pg_sql import Statements
+from signoff.store._quarantine import Unreadable, split, to_request
 from signoff.store._sqlite_rows import STATE_EVENTS
 from signoff.store._waiting import Listeners, Waiters, listener_event
 
@@ -60,7 +61,10 @@ class Wakeups:
             row = await (await conn.execute(self._sql.read_doc, (note.request_id,))).fetchone()
         if row is None:
             return
-        request = ApprovalRequest.model_validate_json(row[0])
+        request, _ = to_request(row)
+        if isinstance(request, Unreadable):  # quarantined (here or elsewhere): tell waiters
+            self.waiters.fail(request.id, request.error())
+            return
         if request.terminal:
             self.cross_process_wakes += self.waiters.wake(request)
         if tell:
@@ -89,7 +93,7 @@ class Wakeups:
         if not changes:
             return
         docs = await (await conn.execute(self._sql.read_docs, (list(changes),))).fetchall()
-        by_id = {rid: ApprovalRequest.model_validate_json(doc) for rid, doc in docs}
+        by_id = {r.id: r for r in split(docs)[0]}  # an unreadable row is not replayed
         for request_id, event in changes.items():
             if request_id in by_id:
                 self.replayed += 1
@@ -102,5 +106,8 @@ class Wakeups:
             return
         async with self._connect("re-reading waited requests") as conn:
             rows = await (await conn.execute(self._sql.read_docs_terminal, (ids,))).fetchall()
-        for (doc,) in rows:
-            self.rechecked_wakes += self.waiters.wake(ApprovalRequest.model_validate_json(doc))
+        terminal, unreadable = split(rows)
+        for request in terminal:
+            self.rechecked_wakes += self.waiters.wake(request)
+        for bad in unreadable:
+            self.waiters.fail(bad.id, bad.error())

@@ -17,11 +17,14 @@ from signoff.model import (
     AuditEvent,
     AuditRecord,
     IdempotencyConflict,
+    NotFound,
+    StoreError,
     ThreadGrant,
 )
 from signoff.store._idempotency import StoredCall
+from signoff.store._quarantine import Read, Unreadable, cancelled_event, split, to_request
 from signoff.store.audit import GENESIS_HASH, canonical_json, iso_utc, parse_iso, seal_all
-from signoff.store.base import AuditQuery
+from signoff.store.base import AuditQuery, QuarantinedRequest
 
 AUDIT_COLUMNS = (
     "seq, event, at, request_id, thread, tool, tool_call_id, actor, principal, agent, rule, "
@@ -41,18 +44,37 @@ def from_epoch(value: float) -> datetime:
     return datetime.fromtimestamp(value, UTC)
 
 
-def parse_request(doc: str) -> ApprovalRequest:
-    return ApprovalRequest.model_validate_json(doc)
+# Every read of a request row takes these columns, so a row that cannot be parsed becomes an
+# Unreadable (quarantined, never fatal) instead of an exception that stops the caller.
+ROW = "id, thread, status, doc, quarantined_at, quarantine_reason"
 
 
 # The sweeper's two reads. INDEXED BY pins the partial index: without ANALYZE statistics the
 # planner prefers (status, created_at) and sorts; with it, an idle sweep over 100k pending
 # requests costs ~0.03 ms (research §2.4), and SQLite errors out if the index is ever unusable.
+# The index holds only readable pending rows (quarantined ones are marked out of it).
 DUE_SQL = (
-    "SELECT id FROM requests INDEXED BY requests_due "
-    "WHERE status = 'pending' AND due_at <= ? ORDER BY due_at LIMIT ?"
+    f"SELECT {ROW} FROM requests INDEXED BY requests_due "
+    "WHERE status = 'pending' AND quarantined_at IS NULL AND due_at <= ? ORDER BY due_at LIMIT ?"
 )
-NEXT_DUE_SQL = "SELECT min(due_at) FROM requests INDEXED BY requests_due WHERE status = 'pending'"
+NEXT_DUE_SQL = (
+    "SELECT min(due_at) FROM requests INDEXED BY requests_due "
+    "WHERE status = 'pending' AND quarantined_at IS NULL"
+)
+# /metrics: both counts come from partial indexes, never from parsing rows.
+PENDING_COUNT_SQL = (
+    "SELECT count(*) FROM requests INDEXED BY requests_due "
+    "WHERE status = 'pending' AND quarantined_at IS NULL"
+)
+QUARANTINED_COUNT_SQL = (
+    "SELECT count(*) FROM requests INDEXED BY requests_quarantined "
+    "WHERE quarantined_at IS NOT NULL AND status = 'pending'"
+)
+QUARANTINED_SQL = (
+    "SELECT id, thread, status, quarantined_at, quarantine_reason "
+    "FROM requests INDEXED BY requests_quarantined "
+    "WHERE quarantined_at IS NOT NULL ORDER BY quarantined_at DESC, id LIMIT ?"
+)
 
 
 def _marks(n: int) -> str:
@@ -76,9 +98,76 @@ def stored_calls(
     return found
 
 
-def read_doc(conn: sqlite3.Connection, request_id: str) -> ApprovalRequest | None:
-    row = conn.execute("SELECT doc FROM requests WHERE id = ?", (request_id,)).fetchone()
-    return parse_request(row[0]) if row else None
+def read_one(conn: sqlite3.Connection, request_id: str) -> tuple[Read, bool] | None:
+    """The row ``request_id`` (see :func:`to_request`), or None when there is none."""
+    row = conn.execute(f"SELECT {ROW} FROM requests WHERE id = ?", (request_id,)).fetchone()
+    return to_request(row) if row else None
+
+
+def mark_quarantined(conn: sqlite3.Connection, bad: Unreadable, origin: str, now: datetime) -> bool:
+    """Mark ``bad`` (inside a write transaction): its pending notifications are cancelled and
+    a ``quarantined`` audit event written — once, whoever finds it first."""
+    if bad.marked:
+        return False
+    marked = conn.execute(
+        "UPDATE requests SET quarantined_at = ?, quarantine_reason = ? "
+        "WHERE id = ? AND quarantined_at IS NULL",
+        (epoch(now), bad.reason, bad.id),
+    ).rowcount
+    if marked != 1:
+        return False
+    conn.execute(
+        "UPDATE outbox SET status = 'cancelled', lease_until = NULL, error = ? "
+        "WHERE request_id = ? AND status IN ('pending', 'sending')",
+        ("request quarantined: it cannot be read", bad.id),
+    )
+    insert_audit(conn, [bad.audit_event()], origin)
+    return True
+
+
+def release_quarantine(conn: sqlite3.Connection, request_id: str) -> bool:
+    """A marked row parses again (repaired by hand, or a newer signoff's document)."""
+    return (
+        conn.execute(
+            "UPDATE requests SET quarantined_at = NULL, quarantine_reason = NULL "
+            "WHERE id = ? AND quarantined_at IS NOT NULL",
+            (request_id,),
+        ).rowcount
+        == 1
+    )
+
+
+def quarantined(conn: sqlite3.Connection, limit: int) -> list[QuarantinedRequest]:
+    rows = conn.execute(QUARANTINED_SQL, (limit,))
+    return [
+        QuarantinedRequest(rid, thread, status, from_epoch(at), reason or "unreadable")
+        for rid, thread, status, at, reason in rows
+    ]
+
+
+def cancel_quarantined(
+    conn: sqlite3.Connection, request_id: str, actor: str, reason: str | None, origin: str
+) -> QuarantinedRequest:
+    """Close a quarantined row without parsing it (inside a write transaction)."""
+    row = conn.execute(
+        "SELECT thread, status, quarantined_at, quarantine_reason FROM requests WHERE id = ?",
+        (request_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no approval request {request_id}")
+    thread, status, at, why = row
+    if at is None:
+        raise StoreError(
+            f"request {request_id} is not quarantined; cancel it with `signoff cancel {request_id}`"
+        )
+    if status == "pending":
+        conn.execute(
+            "UPDATE requests SET status = 'cancelled', version = version + 1 WHERE id = ?",
+            (request_id,),
+        )
+        insert_audit(conn, [cancelled_event(request_id, thread, actor, reason, why)], origin)
+        status = "cancelled"
+    return QuarantinedRequest(request_id, thread, status, from_epoch(at), why or "unreadable")
 
 
 def insert_request(
@@ -152,41 +241,50 @@ def select_requests(
     kind: str | None,
     limit: int,
     offset: int,
-) -> list[ApprovalRequest]:
+) -> tuple[list[ApprovalRequest], list[Unreadable]]:
+    """Newest first, quarantined rows left out; a row that fails to parse comes back apart
+    (the caller quarantines it)."""
     where, args = [], []
     for column, value in (("status", status), ("thread", thread), ("kind", kind)):
         if value is not None:
             where.append(f"{column} = ?")
             args.append(value)
-    clause = f"WHERE {' AND '.join(where)} " if where else ""
+    where.append("quarantined_at IS NULL")
     rows = conn.execute(
-        f"SELECT doc FROM requests {clause}ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+        f"SELECT {ROW} FROM requests WHERE {' AND '.join(where)} "
+        "ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
         (*args, limit, offset),
     )
-    return [parse_request(doc) for (doc,) in rows]
+    return split(rows)
 
 
-def terminal_among(conn: sqlite3.Connection, ids: list[str]) -> list[ApprovalRequest]:
-    """Those of ``ids`` that are no longer pending (the watcher's one indexed SELECT)."""
-    out: list[ApprovalRequest] = []
+def terminal_among(
+    conn: sqlite3.Connection, ids: list[str]
+) -> tuple[list[ApprovalRequest], list[Unreadable]]:
+    """Those of ``ids`` that are no longer pending, or quarantined (the watcher's one indexed
+    SELECT): the waiters of a quarantined row are told, not left waiting."""
+    good: list[ApprovalRequest] = []
+    bad: list[Unreadable] = []
     for start in range(0, len(ids), MAX_PARAMS):
         chunk = ids[start : start + MAX_PARAMS]
         rows = conn.execute(
-            f"SELECT doc FROM requests WHERE id IN ({_marks(len(chunk))}) AND status != 'pending'",
+            f"SELECT {ROW} FROM requests WHERE id IN ({_marks(len(chunk))}) "
+            "AND (status != 'pending' OR quarantined_at IS NOT NULL)",
             chunk,
         )
-        out.extend(parse_request(doc) for (doc,) in rows)
-    return out
+        found, unreadable = split(rows)
+        good.extend(found)
+        bad.extend(unreadable)
+    return good, bad
 
 
 def docs_by_id(conn: sqlite3.Connection, ids: list[str]) -> dict[str, ApprovalRequest]:
+    """The readable ones of ``ids`` (an unreadable row is left out)."""
     out = {}
     for start in range(0, len(ids), MAX_PARAMS):
         chunk = ids[start : start + MAX_PARAMS]
-        rows = conn.execute(
-            f"SELECT id, doc FROM requests WHERE id IN ({_marks(len(chunk))})", chunk
-        )
-        out.update({rid: parse_request(doc) for rid, doc in rows})
+        rows = conn.execute(f"SELECT {ROW} FROM requests WHERE id IN ({_marks(len(chunk))})", chunk)
+        out.update({r.id: r for r in split(rows)[0]})
     return out
 
 

@@ -108,7 +108,28 @@ def _v2(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+_V3 = (
+    # Unreadable rows are marked, not fatal (store/_quarantine.py): unix seconds, and why.
+    "ALTER TABLE requests ADD COLUMN quarantined_at REAL",
+    "ALTER TABLE requests ADD COLUMN quarantine_reason TEXT",
+    # The sweeper's index leaves quarantined rows out; it also counts pending requests for
+    # /metrics without touching the table (a partial index holds exactly those rows).
+    "DROP INDEX requests_due",
+    "CREATE INDEX requests_due ON requests (due_at) "
+    "WHERE status = 'pending' AND quarantined_at IS NULL",
+    "CREATE INDEX requests_quarantined ON requests (quarantined_at) "
+    "WHERE quarantined_at IS NOT NULL",
+)
+
+
+def _v3(conn: sqlite3.Connection) -> None:
+    """Quarantine marks on request rows; the due index without quarantined rows."""
+    for statement in _V3:
+        conn.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
+AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -75,6 +75,14 @@ class Waiters:
             self._call(loop, fut, request.copy_for_update())
         return len(waiters)
 
+    def fail(self, request_id: str, error: BaseException) -> int:
+        """Raise ``error`` in every waiter of one request (its row became unreadable)."""
+        with self._lock:
+            waiters = self._by_id.pop(request_id, [])
+        for loop, fut in waiters:
+            self._call(loop, fut, error)
+        return len(waiters)
+
     def fail_all(self, error: BaseException) -> None:
         with self._lock:
             everyone = [w for ws in self._by_id.values() for w in ws]

@@ -60,6 +60,91 @@ class AuditQuery:
     until: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RequestCounts:
+    """Indexed counts for ``/metrics``: readable pending requests, and quarantined requests
+    still pending (rows nobody can read; ``signoff cancel ID`` closes each)."""
+
+    pending: int
+    quarantined: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantinedRequest:
+    """A request row the store cannot read, and why (see :mod:`signoff.store._quarantine`)."""
+
+    id: str
+    thread: str
+    status: str
+    quarantined_at: datetime
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "thread": self.thread,
+            "status": self.status,
+            "quarantined_at": self.quarantined_at.isoformat(),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckItem:
+    """One finding of :meth:`Store.check`: ``ok`` or not, and what was seen."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass(slots=True)
+class StoreCheck:
+    """What ``signoff db check`` reports: schema version, each check, quarantined rows.
+
+    Healthy when every check passed; quarantined rows that are already closed are listed but
+    do not make it unhealthy (nothing waits on them)."""
+
+    store: str
+    backend: str
+    version: int
+    supported: int
+    items: list[CheckItem] = field(default_factory=list)
+    quarantined: list[QuarantinedRequest] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(item.ok for item in self.items)
+
+    def add(self, name: str, ok: bool, detail: str) -> None:
+        self.items.append(CheckItem(name, ok, detail))
+
+    def add_quarantine(self, rows: list[QuarantinedRequest]) -> None:
+        """The quarantine check: unhealthy while a quarantined request is still pending."""
+        self.quarantined = rows
+        open_ids = [q.id for q in rows if q.status == "pending"]
+        detail = (
+            f"{len(open_ids)} pending request(s) cannot be read: {', '.join(open_ids)}; "
+            "`signoff cancel ID` closes each"
+            if open_ids
+            else "none pending"
+        )
+        if len(rows) > len(open_ids):
+            detail += f" ({len(rows) - len(open_ids)} closed quarantined row(s) kept)"
+        self.add("quarantine", not open_ids, detail)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "store": self.store,
+            "backend": self.backend,
+            "ok": self.ok,
+            "version": self.version,
+            "supported": self.supported,
+            "checks": [{"name": i.name, "ok": i.ok, "detail": i.detail} for i in self.items],
+            "quarantined": [q.to_json() for q in self.quarantined],
+        }
+
+
 @runtime_checkable
 class Store(Protocol):
     """Durable home of approval requests and the audit log."""
@@ -113,7 +198,10 @@ class Store(Protocol):
         ...
 
     async def due_requests(self, now: datetime, limit: int = 100) -> list[str]:
-        """Ids of pending requests whose ``due_at`` (escalation or deadline) is ``<= now``."""
+        """Ids of pending requests whose ``due_at`` (escalation or deadline) is ``<= now``.
+
+        Quarantined rows are left out, and so is a due row found unreadable here (it is
+        quarantined on the spot), so one bad row never stops a sweep."""
         ...
 
     async def next_due_at(self) -> datetime | None:
@@ -121,6 +209,27 @@ class Store(Protocol):
         ...
 
     async def thread_grants(self, thread: str) -> list[ThreadGrant]: ...
+
+    async def count_requests(self) -> RequestCounts:
+        """Pending and quarantined-pending counts from indexes (no row is parsed)."""
+        ...
+
+    async def quarantined_requests(self, limit: int = 100) -> list[QuarantinedRequest]:
+        """Quarantined rows, newest mark first (for ``signoff db check``)."""
+        ...
+
+    async def cancel_quarantined(
+        self, request_id: str, *, actor: str, reason: str | None = None
+    ) -> QuarantinedRequest:
+        """Close a quarantined request without parsing it: status ``cancelled``, a
+        ``cancelled`` audit event, its waiters fail. A row already closed is returned as it
+        is. Raises :class:`NotFound` for an unknown id and :class:`StoreError` when the row
+        is not quarantined (cancel it the normal way)."""
+        ...
+
+    async def check(self) -> StoreCheck:
+        """Health of the store for ``signoff db check`` (schema, triggers, quarantine…)."""
+        ...
 
     async def wait(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
         """Return the request once it is terminal, or its current state after ``timeout`` s.

@@ -29,7 +29,15 @@ from signoff.store._idempotency import StoredCall, existing_request_id, fingerpr
 from signoff.store._outbox_memory import MemoryOutbox
 from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
 from signoff.store.audit import GENESIS_HASH, iso_utc, seal_all, verify_chain
-from signoff.store.base import AuditQuery, ChangeListener, Mutation, OutboxItem
+from signoff.store.base import (
+    AuditQuery,
+    ChangeListener,
+    Mutation,
+    OutboxItem,
+    QuarantinedRequest,
+    RequestCounts,
+    StoreCheck,
+)
 
 _COUNT_BY = ("principal", "agent", "thread")
 
@@ -171,6 +179,31 @@ class MemoryStore(MemoryOutbox):
     async def thread_grants(self, thread: str) -> list[ThreadGrant]:
         with self._lock:
             return sorted(self._grants.get(thread, []), key=lambda g: g.at)
+
+    # Objects in memory are never unreadable: nothing is ever quarantined here, but the
+    # methods answer like the durable stores' so callers need no special case.
+    async def count_requests(self) -> RequestCounts:
+        with self._lock:
+            return RequestCounts(sum(1 for r in self._requests.values() if r.pending), 0)
+
+    async def quarantined_requests(self, limit: int = 100) -> list[QuarantinedRequest]:
+        return []
+
+    async def cancel_quarantined(
+        self, request_id: str, *, actor: str, reason: str | None = None
+    ) -> QuarantinedRequest:
+        with self._lock:
+            known = request_id in self._requests
+        if not known:
+            raise NotFound(f"no approval request {request_id}")
+        raise StoreError(
+            f"request {request_id} is not quarantined; cancel it with `signoff cancel {request_id}`"
+        )
+
+    async def check(self) -> StoreCheck:
+        report = StoreCheck(store=self.url, backend="memory", version=0, supported=0)
+        report.add("memory", True, "nothing is kept after the process ends; nothing to check")
+        return report
 
     async def wait(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
         return await wait_until_terminal(self._waiters, self.get_request, request_id, timeout)

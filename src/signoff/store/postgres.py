@@ -52,6 +52,7 @@ from signoff.model import (
     AuditVerification,
     IdempotencyConflict,
     NotFound,
+    RequestQuarantined,
     StoreError,
     ThreadGrant,
     Transition,
@@ -61,6 +62,7 @@ from signoff.store import _pg_sql
 from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
 from signoff.store._pg_audit import entries_json, to_record
 from signoff.store._pg_batch import AuditBatcher
+from signoff.store._pg_check import check_schema
 from signoff.store._pg_conn import Conn, Connections, connection_lost, redact
 from signoff.store._pg_listen import Listener
 from signoff.store._pg_outbox import OutboxStatements, channels_param, claim_params, ref_json
@@ -69,6 +71,7 @@ from signoff.store._pg_outbox import to_item as outbox_item
 from signoff.store._pg_schema import SCHEMA_VERSION, current_version, grant, migrate
 from signoff.store._pg_sql import Statements
 from signoff.store._pg_wake import Wakeups
+from signoff.store._quarantine import QuarantineLog, Unreadable, cancelled_event, split, to_request
 from signoff.store._waiting import wait_until_terminal
 from signoff.store.audit import ChainVerifier
 from signoff.store.base import (
@@ -78,6 +81,9 @@ from signoff.store.base import (
     Mutation,
     OutboxItem,
     OutboxOutcome,
+    QuarantinedRequest,
+    RequestCounts,
+    StoreCheck,
 )
 
 log = logging.getLogger("signoff.store")
@@ -139,6 +145,7 @@ class PostgresStore:
         self._clock_offset = timedelta(0)
         self.migrations_applied: list[int] = []
         self._retries = 0
+        self._quarantine_log = QuarantineLog()
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact(self.dsn)!r}, schema={self.schema!r})"
@@ -300,7 +307,7 @@ class PostgresStore:
             raise IdempotencyConflict(
                 f"request id {request.id} is already used by other calls; use a new request id"
             )
-        found = await self._read(conn, existing)
+        found = await self._read(conn, existing, "storing a request")
         if found is None:  # impossible while the foreign key holds
             raise StoreError(f"call keys point to a missing request {existing}")
         return found[0]
@@ -312,7 +319,7 @@ class PostgresStore:
         async def job() -> Transition:
             async with self._conn("updating a request") as conn:
                 for _ in range(_MAX_ATTEMPTS):
-                    found = await self._read(conn, request_id)
+                    found = await self._read(conn, request_id, "updating a request")
                     if found is None:
                         raise NotFound(f"no approval request {request_id}")
                     current, old_version = found
@@ -329,11 +336,39 @@ class PostgresStore:
 
         return await self._call(job, write=True)
 
-    async def _read(self, conn: Conn, request_id: str) -> tuple[ApprovalRequest, int] | None:
+    async def _read(
+        self, conn: Conn, request_id: str, where: str
+    ) -> tuple[ApprovalRequest, int] | None:
+        """The row and its version; an unreadable row is quarantined and raises
+        :class:`RequestQuarantined`; a quarantined row that parses again is released."""
         row = await (await conn.execute(self._sql.read_doc, (request_id,))).fetchone()
         if row is None:
             return None
-        return ApprovalRequest.model_validate_json(row[0]), int(row[1])
+        return await self._settle(conn, row, where), int(row[6])
+
+    async def _settle(self, conn: Conn, row: tuple[Any, ...], where: str) -> ApprovalRequest:
+        value, marked = to_request(row)
+        if isinstance(value, Unreadable):
+            await self._quarantine(conn, [value], where)
+            raise value.error()
+        if marked and (await conn.execute(self._sql.release, (value.id,))).rowcount:
+            self._quarantine_log.released(value.id)
+        return value
+
+    async def _quarantine(self, conn: Conn, bad: list[Unreadable], where: str) -> bool:
+        """Mark rows a read found unreadable (best effort; logged once, waiters told)."""
+        for row in bad:
+            self._quarantine_log.found(row, where)
+            self._wake.waiters.fail(row.id, row.error())
+        todo = [row for row in bad if not row.marked]
+        try:
+            for row in todo:
+                params = _pg_sql.quarantine_params(row, self.origin, self.channel)
+                await conn.execute(self._sql.quarantine, params)
+        except psycopg.Error as exc:
+            log.warning("could not mark unreadable requests as quarantined: %s", exc)
+            return False
+        return bool(todo)
 
     async def _write(
         self, conn: Conn, request_id: str, transition: Transition, old_version: int
@@ -351,7 +386,9 @@ class PostgresStore:
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         async def job() -> ApprovalRequest | None:
-            found = await self._retry_read("reading a request", lambda c: self._read(c, request_id))
+            found = await self._retry_read(
+                "reading a request", lambda c: self._read(c, request_id, "reading a request")
+            )
             return found[0] if found else None
 
         return await self._call(job)
@@ -371,7 +408,9 @@ class PostgresStore:
         async def read(conn: Conn) -> ApprovalRequest | None:
             cur = await conn.execute(self._sql.by_call, (thread, tool_call_id))
             row = await cur.fetchone()
-            return ApprovalRequest.model_validate_json(row[0]) if row else None
+            if row is None:
+                return None
+            return await self._settle(conn, row, "finding a request by call")
 
         return await self._call(lambda: self._retry_read("finding a request by call", read))
 
@@ -388,7 +427,10 @@ class PostgresStore:
 
         async def read(conn: Conn) -> list[ApprovalRequest]:
             cur = await conn.execute(query, [*args, limit, offset])
-            return [ApprovalRequest.model_validate_json(doc) for (doc,) in await cur.fetchall()]
+            good, bad = split(await cur.fetchall())
+            if bad:
+                await self._quarantine(conn, bad, "listing requests")
+            return good
 
         return await self._call(lambda: self._retry_read("listing requests", read))
 
@@ -404,8 +446,14 @@ class PostgresStore:
 
         async def job() -> list[str]:
             async with self._conn("claiming due requests") as conn:
-                rows = await (await conn.execute(self._sql.claim_due, params)).fetchall()
-            return [request_id for request_id, _ in sorted(rows, key=lambda r: (r[1], r[0]))]
+                for _ in range(10):  # a page of nothing but bad rows: claim again once marked
+                    rows = await (await conn.execute(self._sql.claim_due, params)).fetchall()
+                    due = {row[0]: row[6] for row in rows}
+                    good, bad = split(rows)
+                    marked = bool(bad) and await self._quarantine(conn, bad, "sweeping")
+                    if good or not marked:
+                        return [r.id for r in sorted(good, key=lambda r: (due[r.id], r.id))]
+            return []
 
         return await self._call(job, write=True)
 
@@ -423,6 +471,80 @@ class PostgresStore:
             return [ThreadGrant(t, a, r, c, at.astimezone(UTC)) for t, a, r, c, at in rows]
 
         return await self._call(lambda: self._retry_read("reading thread grants", read))
+
+    # ---------------------------------------------------------------- quarantine
+    async def count_requests(self) -> RequestCounts:
+        async def read(conn: Conn) -> RequestCounts:
+            row = await (await conn.execute(self._sql.count)).fetchone()
+            assert row is not None
+            return RequestCounts(int(row[0]), int(row[1]))
+
+        return await self._call(lambda: self._retry_read("counting requests", read))
+
+    async def quarantined_requests(self, limit: int = 100) -> list[QuarantinedRequest]:
+        async def read(conn: Conn) -> list[QuarantinedRequest]:
+            rows = await (await conn.execute(self._sql.quarantined, (limit,))).fetchall()
+            return [
+                QuarantinedRequest(rid, thread, status, at.astimezone(UTC), why or "unreadable")
+                for rid, thread, status, at, why in rows
+            ]
+
+        return await self._call(lambda: self._retry_read("listing quarantined rows", read))
+
+    async def cancel_quarantined(
+        self, request_id: str, *, actor: str, reason: str | None = None
+    ) -> QuarantinedRequest:
+        async def job() -> QuarantinedRequest:
+            async with self._conn("cancelling a quarantined request", write=True) as conn:
+                row = await (
+                    await conn.execute(self._sql.quarantine_state, (request_id,))
+                ).fetchone()
+                if row is None:
+                    raise NotFound(f"no approval request {request_id}")
+                thread, status, at, why = row
+                if at is None:
+                    raise StoreError(
+                        f"request {request_id} is not quarantined; "
+                        f"cancel it with `signoff cancel {request_id}`"
+                    )
+                if status == "pending":
+                    event = cancelled_event(request_id, thread, actor, reason, why)
+                    params = _pg_sql.cancel_quarantined_params(
+                        request_id, event, self.origin, self.channel
+                    )
+                    if (await conn.execute(self._sql.cancel_quarantined, params)).rowcount:
+                        status = "cancelled"
+                    else:  # closed meanwhile by someone else: report what it is now
+                        again = await (
+                            await conn.execute(self._sql.quarantine_state, (request_id,))
+                        ).fetchone()
+                        status = again[1] if again else status
+            return QuarantinedRequest(
+                request_id, thread, status, at.astimezone(UTC), why or "unreadable"
+            )
+
+        closed = await self._call(job, write=True)
+        self._wake.waiters.fail(
+            closed.id, RequestQuarantined(closed.id, closed.reason, status=closed.status)
+        )
+        return closed
+
+    async def check(self) -> StoreCheck:
+        """``signoff db check``: schema version, audit triggers, privileges, quarantined rows
+        — read only, on a connection of its own (never migrates)."""
+        async def run() -> StoreCheck:
+            conn = await Connections(
+                self.dsn, min_size=1, max_size=1, timeout_s=self.timeout_s, direct=self.direct
+            ).dedicated(direct=True)
+            try:
+                return await check_schema(conn, self.schema, redact(self.url), SCHEMA_VERSION)
+            finally:
+                await conn.close()
+
+        with self._state_lock:
+            if self._closed:
+                raise StoreError(f"PostgreSQL store {redact(self.dsn)} is closed")
+        return await self._loop.call(run())
 
     # ---------------------------------------------------------------- outbox
     async def enqueue_outbox(self, items: Sequence[OutboxItem]) -> int:

@@ -40,13 +40,17 @@ from signoff.model import (
     AuditRecord,
     AuditVerification,
     NotFound,
+    RequestQuarantined,
     StoreError,
     ThreadGrant,
     Transition,
+    utcnow,
 )
 from signoff.store import _sqlite_outbox as outbox_rows
 from signoff.store import _sqlite_rows as rows
 from signoff.store._idempotency import existing_request_id, fingerprints
+from signoff.store._quarantine import QuarantineLog, Read, Unreadable, split, to_request
+from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
 from signoff.store._sqlite_watcher import DataVersionWatcher
 from signoff.store._sqlite_writer import WriterThread
@@ -59,6 +63,9 @@ from signoff.store.base import (
     Mutation,
     OutboxItem,
     OutboxOutcome,
+    QuarantinedRequest,
+    RequestCounts,
+    StoreCheck,
 )
 
 log = logging.getLogger("signoff.store")
@@ -110,6 +117,7 @@ class SQLiteStore:
         self._closed = False
         self._atexit: Callable[[], None] | None = None
         self._counters = {"transactions": 0, "txn_seconds": 0.0, "cross_process_wakes": 0}
+        self._quarantine_log = QuarantineLog()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
@@ -240,24 +248,25 @@ class SQLiteStore:
         prints = fingerprints(request)
 
         def job(conn: sqlite3.Connection) -> tuple[ApprovalRequest, bool]:
-            def body() -> tuple[ApprovalRequest, bool]:
+            def body() -> tuple[Read, bool]:
                 stored = rows.stored_calls(conn, request.thread, prints)
                 existing = existing_request_id(request, prints, stored)
                 if existing is not None:
-                    found = rows.read_doc(conn, existing)
-                    conn.execute("ROLLBACK")  # nothing to write
+                    found = rows.read_one(conn, existing)
                     if found is None:  # impossible while the foreign key holds
                         raise StoreError(f"call keys point to a missing request {existing}")
-                    return found, False
+                    return self._settle_in_transaction(conn, *found), False
                 rows.insert_request(conn, request, prints)
                 rows.insert_audit(conn, events, self.origin)
                 outbox_rows.insert(conn, outbox)
                 return request, True
 
-            result = self._transaction(conn, "storing a request", body)
-            if result[1]:
+            stored, created = self._transaction(conn, "storing a request", body)
+            if isinstance(stored, Unreadable):
+                raise self._unreadable(stored, "storing a request")
+            if created:
                 self._after_commit(request, events)
-            return result
+            return stored, created
 
         return await self._write(job)
 
@@ -266,14 +275,18 @@ class SQLiteStore:
         (every other write in every process waits for it)."""
 
         def job(conn: sqlite3.Connection) -> Transition:
-            def body() -> Transition:
-                current = rows.read_doc(conn, request_id)
-                if current is None:
+            def body() -> Transition | Unreadable:
+                found = rows.read_one(conn, request_id)
+                if found is None:
                     raise NotFound(f"no approval request {request_id}")
+                current = self._settle_in_transaction(conn, *found)
+                if isinstance(current, Unreadable):
+                    return current
                 old_version = current.version
                 transition = mutate(current)
                 if not transition.changed:
-                    conn.execute("ROLLBACK")
+                    if not found[1]:  # (a released quarantine mark is committed)
+                        conn.execute("ROLLBACK")
                     return transition
                 new = transition.request
                 if new.id != request_id:
@@ -287,6 +300,8 @@ class SQLiteStore:
                 return transition
 
             transition = self._transaction(conn, "updating a request", body)
+            if isinstance(transition, Unreadable):
+                raise self._unreadable(transition, "updating a request")
             if transition.changed:
                 self._after_commit(transition.request, transition.events)
             return transition
@@ -294,18 +309,22 @@ class SQLiteStore:
         return await self._write(job)
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
-        return await self._read(lambda c: rows.read_doc(c, request_id), "reading a request")
+        found = await self._read(lambda c: rows.read_one(c, request_id), "reading a request")
+        return await self._settle_read(found, "reading a request")
 
     async def find_request_by_call(self, thread: str, tool_call_id: str) -> ApprovalRequest | None:
-        def job(conn: sqlite3.Connection) -> ApprovalRequest | None:
+        columns = ", ".join(f"r.{c.strip()}" for c in rows.ROW.split(","))
+
+        def job(conn: sqlite3.Connection) -> tuple[Read, bool] | None:
             row = conn.execute(
-                "SELECT r.doc FROM call_keys k JOIN requests r ON r.id = k.request_id "
+                f"SELECT {columns} FROM call_keys k JOIN requests r ON r.id = k.request_id "
                 "WHERE k.thread = ? AND k.tool_call_id = ?",
                 (thread, tool_call_id),
             ).fetchone()
-            return rows.parse_request(row[0]) if row else None
+            return to_request(row) if row else None
 
-        return await self._read(job, "finding a request by call")
+        found = await self._read(job, "finding a request by call")
+        return await self._settle_read(found, "finding a request by call")
 
     async def list_requests(
         self,
@@ -316,19 +335,30 @@ class SQLiteStore:
         limit: int = 100,
         offset: int = 0,
     ) -> list[ApprovalRequest]:
-        return await self._read(
+        good, bad = await self._read(
             lambda c: rows.select_requests(
                 c, status=status, thread=thread, kind=kind, limit=limit, offset=offset
             ),
             "listing requests",
         )
+        if bad:
+            await self._quarantine(bad, "listing requests")
+        return good
 
     async def due_requests(self, now: datetime, limit: int = 100) -> list[str]:
-        def job(conn: sqlite3.Connection) -> list[str]:
-            found = conn.execute(rows.DUE_SQL, (rows.epoch(now), limit))
-            return [request_id for (request_id,) in found]
+        """Due, readable rows: each due row is parsed here, and one that fails is quarantined
+        and left out — so the sweeper (and a start-up sweep) never trips over it."""
 
-        return await self._read(job, "finding due requests")
+        def job(conn: sqlite3.Connection) -> tuple[list[str], list[Unreadable]]:
+            good, bad = split(conn.execute(rows.DUE_SQL, (rows.epoch(now), limit)))
+            return [r.id for r in good], bad
+
+        for _ in range(10):  # a page of nothing but bad rows: look again once they are marked
+            ids, bad = await self._read(job, "finding due requests")
+            marked = bool(bad) and await self._quarantine(bad, "finding due requests")
+            if ids or not marked:
+                return ids
+        return []
 
     async def next_due_at(self) -> datetime | None:
         def job(conn: sqlite3.Connection) -> datetime | None:
@@ -339,6 +369,91 @@ class SQLiteStore:
 
     async def thread_grants(self, thread: str) -> list[ThreadGrant]:
         return await self._read(lambda c: rows.select_grants(c, thread), "reading thread grants")
+
+    # ---------------------------------------------------------------- quarantine
+    async def count_requests(self) -> RequestCounts:
+        def job(conn: sqlite3.Connection) -> RequestCounts:
+            pending = conn.execute(rows.PENDING_COUNT_SQL).fetchone()[0]
+            quarantined = conn.execute(rows.QUARANTINED_COUNT_SQL).fetchone()[0]
+            return RequestCounts(int(pending), int(quarantined))
+
+        return await self._read(job, "counting requests")
+
+    async def quarantined_requests(self, limit: int = 100) -> list[QuarantinedRequest]:
+        return await self._read(lambda c: rows.quarantined(c, limit), "listing quarantined rows")
+
+    async def cancel_quarantined(
+        self, request_id: str, *, actor: str, reason: str | None = None
+    ) -> QuarantinedRequest:
+        def job(conn: sqlite3.Connection) -> QuarantinedRequest:
+            return self._transaction(
+                conn,
+                "cancelling a quarantined request",
+                lambda: rows.cancel_quarantined(conn, request_id, actor, reason, self.origin),
+            )
+
+        closed = await self._write(job)
+        self._waiters.fail(
+            closed.id, RequestQuarantined(closed.id, closed.reason, status="cancelled")
+        )
+        return closed
+
+    def _settle_in_transaction(self, conn: sqlite3.Connection, value: Read, marked: bool) -> Read:
+        """Inside a write transaction: mark an unreadable row; release a repaired one."""
+        if isinstance(value, Unreadable):
+            rows.mark_quarantined(conn, value, self.origin, utcnow())
+        elif marked and rows.release_quarantine(conn, value.id):
+            self._quarantine_log.released(value.id)
+        return value
+
+    def _unreadable(self, bad: Unreadable, where: str) -> RequestQuarantined:
+        """Log once, tell the row's waiters; the error for the caller to raise."""
+        self._quarantine_log.found(bad, where)
+        error = bad.error()
+        self._waiters.fail(bad.id, error)
+        return error
+
+    async def _settle_read(
+        self, found: tuple[Read, bool] | None, where: str
+    ) -> ApprovalRequest | None:
+        """A read by id: the request, or RequestQuarantined (marking the row first)."""
+        if found is None:
+            return None
+        value, marked = found
+        if isinstance(value, Unreadable):
+            await self._quarantine([value], where)
+            raise value.error()
+        if marked:
+            await self._write(
+                lambda conn: self._transaction(
+                    conn,
+                    "releasing a quarantined request",
+                    lambda: self._settle_in_transaction(conn, value, marked),
+                )
+            )
+        return value
+
+    async def _quarantine(self, bad: list[Unreadable], where: str) -> bool:
+        """Mark rows found unreadable by a read; best effort (a read-only file can still be
+        read: the rows are then skipped without a mark). True when the marks were written."""
+        for row in bad:
+            self._unreadable(row, where)
+        todo = [row for row in bad if not row.marked]
+        if not todo:
+            return False
+
+        def body(conn: sqlite3.Connection) -> None:
+            for row in todo:
+                rows.mark_quarantined(conn, row, self.origin, utcnow())
+
+        try:
+            await self._write(
+                lambda conn: self._transaction(conn, "quarantining requests", lambda: body(conn))
+            )
+        except Exception as exc:
+            log.warning("could not mark unreadable requests as quarantined: %s", exc)
+            return False
+        return True
 
     # ---------------------------------------------------------------- outbox
     async def enqueue_outbox(self, items: Sequence[OutboxItem]) -> int:
@@ -437,8 +552,11 @@ class SQLiteStore:
 
     def _on_data_change(self, conn: sqlite3.Connection, first: bool) -> None:
         """Another connection committed: wake waiters whose request is now terminal."""
-        for request in rows.terminal_among(conn, self._waiters.ids()):
+        terminal, unreadable = rows.terminal_among(conn, self._waiters.ids())
+        for request in terminal:
             self._counters["cross_process_wakes"] += self._waiters.wake(request)
+        for bad in unreadable:
+            self._unreadable(bad, "waking waiters")
         if self._listeners:
             self._tell_listeners_about_others(conn, first)
         else:
@@ -521,6 +639,11 @@ class SQLiteStore:
             return "\n".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))
 
         return await self._read(job, "checking integrity")
+
+    async def check(self) -> StoreCheck:
+        """``signoff db check``: integrity, schema version, audit triggers, quarantined rows —
+        on a read-only connection of its own, so it never migrates or repairs anything."""
+        return await asyncio.to_thread(check_file, self.path, self.url, self.busy_timeout_ms)
 
     def stats(self) -> dict[str, Any]:
         transactions = self._counters["transactions"]
