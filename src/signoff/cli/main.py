@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from signoff.assemble import check_sections
-from signoff.cli import render
+from signoff.cli import errors, render
 from signoff.gate import Gate
 from signoff.gate.core import resolve_config_path
 from signoff.model import (
@@ -70,8 +70,8 @@ def _env_non_interactive() -> bool:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
+    """One line on stderr (and a JSON error on stdout under ``--json``), then exit."""
+    errors.report(message, code)
 
 
 def load_policy(config: Path | None) -> Policy:
@@ -86,6 +86,8 @@ def load_policy(config: Path | None) -> Policy:
         return Policy.load(path)
     except PolicyError as exc:
         fail(f"invalid policy:\n{exc}", 2)
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}", 2)
 
 
 def open_gate(
@@ -115,26 +117,13 @@ def policy_check(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     try:
         policy = Policy.load(path)
     except PolicyError as exc:
-        errors = [str(e) for e in getattr(exc, "errors", [exc])]
-        if as_json:
-            emit_json({"ok": False, "errors": errors})
-        else:
-            err.print(f"[bold red]{path}: {len(errors)} error(s)[/]")
-            for line in errors:
-                err.print(f"  • {line}")
-        raise typer.Exit(2) from None
+        print_problems(path, [str(e) for e in getattr(exc, "errors", [exc])], as_json)
     except OSError as exc:
         fail(f"cannot read {path}: {exc}", 2)
     section_errors, section_warnings = section_problems(policy)
     warnings = [*policy.warnings, *section_warnings]
     if section_errors:
-        if as_json:
-            emit_json({"ok": False, "errors": section_errors})
-        else:
-            err.print(f"[bold red]{path}: {len(section_errors)} error(s)[/]")
-            for line in section_errors:
-                err.print(f"  • {line}")
-        raise typer.Exit(2)
+        print_problems(path, section_errors, as_json)
     summary = policy.summary()
     if as_json:
         emit_json({"ok": True, "summary": summary, "warnings": warnings, "hash": policy.hash})
@@ -144,6 +133,19 @@ def policy_check(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
         out.print(f"  {key}: {value}")
     for warning in warnings:
         out.print(f"  [yellow]warning:[/] {warning}")
+
+
+def print_problems(path: Path, problems: list[str], as_json: bool = False) -> NoReturn:
+    """A config's errors as `policy check` shows them (one bullet each), then exit 2."""
+    from rich.markup import escape
+
+    if as_json:
+        emit_json({"ok": False, "errors": problems})
+    else:
+        err.print(f"[bold red]{escape(str(path))}: {len(problems)} error(s)[/]")
+        for line in problems:
+            err.print(f"  • {escape(line)}")
+    raise typer.Exit(2)
 
 
 def section_problems(policy: Policy) -> tuple[list[str], list[str]]:
@@ -204,8 +206,11 @@ def policy_test(
 def parse_json_object(text: str | None, flag: str) -> dict[str, Any]:
     try:
         value = json.loads(text or "{}")
-    except json.JSONDecodeError as exc:
-        fail(f"{flag} is not valid JSON: {exc}", 2)
+    except RecursionError:
+        fail(f"{flag} is nested too deeply", 2)
+    except ValueError as exc:  # also integers over Python's 4300-digit limit
+        why = "an integer has too many digits" if "digits" in str(exc) else str(exc)
+        fail(f"{flag} is not valid JSON: {why}", 2)
     if not isinstance(value, dict):
         fail(f"{flag} must be a JSON object", 2)
     return value
@@ -542,6 +547,7 @@ def _register_feature_commands() -> None:
 
 
 _register_feature_commands()
+errors.guard_commands(app)  # after every registration: no command prints a traceback
 
 
 def main() -> None:

@@ -76,12 +76,16 @@ def serve(
 
     cli = _cli()
     policy = _policy(config)
+    problems, _ = cli.section_problems(policy)
+    if problems:  # shown as `signoff policy check` shows them
+        cli.print_problems(policy.path or config or Path("signoff.yaml"), problems)
     try:
         settings = ServerSettings.from_sections(policy.sections)
     except PolicyError as exc:
         cli.fail(f"invalid server settings:\n{exc}", 2)
     bind_host = host or settings.serve.host
     bind_port = settings.serve.port if port is None else port
+    asyncio.run(_store_opens(policy))  # a broken store: one line now, not a traceback later
     gate = Gate(policy)
     app = create_app(gate, settings, owns_gate=True)
     public = settings.serve.public_url or f"http://{bind_host}:{bind_port}"
@@ -90,6 +94,15 @@ def serve(
         f"(store {_redacted_url(policy.store_url)})"
     )
     run(app, bind_host, bind_port, access_log=settings.serve.access_log)
+
+
+async def _store_opens(policy: Policy) -> None:
+    """Open and close the store once, so a broken one fails before the server starts."""
+    from signoff.store import open_store
+
+    store = open_store(policy.store_url)
+    await store.open()
+    await store.close()
 
 
 def _db(policy: Policy) -> ServerDB:

@@ -16,17 +16,20 @@ from importlib.resources import files
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from signoff.gate import Gate
 from signoff.model import SignoffError
 from signoff.server import api_audit, api_events, api_requests, hooks, inbox, links, ops, signin
+from signoff.server.client_limits import ClientLimits
 from signoff.server.db import server_db_for
 from signoff.server.errors import (
     ApiError,
     handle_api_error,
     handle_http_exception,
+    handle_internal_error,
     handle_signoff_error,
 )
 from signoff.server.events import EventHub
@@ -102,7 +105,15 @@ def create_app(
             ApiError: handle_api_error,
             SignoffError: handle_signoff_error,
             HTTPException: handle_http_exception,
+            Exception: handle_internal_error,
         },
+        middleware=[
+            Middleware(
+                ClientLimits,
+                body_timeout=settings.serve.body_timeout,
+                max_header_bytes=settings.serve.max_header_bytes,
+            )
+        ],
         lifespan=lifespan,
         max_body_size=MAX_BODY,
     )

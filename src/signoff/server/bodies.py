@@ -22,8 +22,11 @@ async def json_body(request: Request, *, empty: Any = ...) -> Any:
         raise invalid("the request body is empty; send JSON", "body")
     try:
         return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise invalid(f"the request body is not valid JSON: {exc}", "body") from None
+    except RecursionError:
+        raise invalid("the request body is nested too deeply", "body") from None
+    except ValueError as exc:  # bad JSON or UTF-8, or an integer over Python's 4300 digits
+        why = "an integer has too many digits" if "digits" in str(exc) else str(exc)
+        raise invalid(f"the request body is not valid JSON: {why}", "body") from None
 
 
 def validated(model: type[M], data: Any) -> M:

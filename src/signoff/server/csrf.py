@@ -29,7 +29,13 @@ def csrf_token(secret: bytes, session_key: str) -> str:
 
 
 def valid_csrf(secret: bytes, session_key: str, presented: str | None) -> bool:
-    return bool(presented) and hmac.compare_digest(csrf_token(secret, session_key), presented or "")
+    return bool(presented) and same_secret(csrf_token(secret, session_key), presented or "")
+
+
+def same_secret(expected: str, presented: str) -> bool:
+    """Constant-time comparison that takes any text (``compare_digest`` refuses non-ASCII
+    strings with a TypeError — a 500 for a forged header or form field)."""
+    return hmac.compare_digest(expected.encode(), presented.encode("utf-8", "surrogatepass"))
 
 
 def origin_of(url: str) -> str:

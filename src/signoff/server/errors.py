@@ -101,6 +101,18 @@ async def handle_signoff_error(request: Request, exc: Exception) -> Response:
     return json_error(from_signoff_error(exc))
 
 
+async def handle_internal_error(request: Request, exc: Exception) -> Response:
+    """A bug, not bad input: the same JSON shape, no details (uvicorn logs the traceback)."""
+    return json_error(
+        ApiError(
+            500,
+            "internal_error",
+            "the server failed on this request; its log has the details",
+            headers={"Connection": "close"},
+        )
+    )
+
+
 async def handle_http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own 404/405 in the same JSON shape (keeping ``Allow`` on a 405)."""
     assert isinstance(exc, HTTPException)

@@ -57,7 +57,9 @@ def _hook(name: str) -> Any:
         if receiver is None:
             return JSONResponse({"error": f"the {name} channel is not configured"}, 404)
         inbound = Inbound(
-            headers={k.lower(): v for k, v in request.headers.items()},
+            # Signature headers are ASCII; a value that is not cannot be genuine, and
+            # dropping it makes verification fail with a 401 rather than a 500.
+            headers={k.lower(): v for k, v in request.headers.items() if v.isascii()},
             body=await request.body(),
             now=time.time(),
         )

@@ -247,7 +247,10 @@ def _operations(long_poll_max: float) -> dict[str, Any]:
         "/metrics": {
             "get": {
                 "operationId": "metrics",
-                "responses": _responses(200, None, 503, text="text/plain"),
+                "description": "Prometheus text. With `serve.metrics_token` set, it needs "
+                "`Authorization: Bearer <that token>`; otherwise no credentials.",
+                "security": [{}, {"bearer": []}],
+                "responses": _responses(200, None, 401, 503, text="text/plain"),
             }
         },
     }

@@ -1,15 +1,21 @@
 """Operations endpoints: ``/healthz``, ``/metrics`` (Prometheus), ``/openapi.json``.
 
-They need no credentials: health and counts only, no names, arguments or ids.
+They need no credentials: health and counts only, no names, arguments or ids. With
+``serve.metrics_token`` set, ``/metrics`` wants ``Authorization: Bearer <that token>``.
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from signoff.server.actions import count_pending
+from signoff.server.csrf import same_secret
+from signoff.server.errors import unauthorized
 from signoff.server.openapi import openapi_document
 from signoff.server.state import state_of
 
@@ -44,8 +50,26 @@ async def openapi(request: Request) -> Response:
     )
 
 
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def metrics_token_required(endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` behind ``serve.metrics_token`` when one is configured."""
+
+    @functools.wraps(endpoint)
+    async def guarded(request: Request) -> Response:
+        token = state_of(request).settings.serve.metrics_token
+        if token is not None:
+            scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not same_secret(token, presented.strip()):
+                raise unauthorized("/metrics needs `Authorization: Bearer <serve.metrics_token>`")
+        return await endpoint(request)
+
+    return guarded
+
+
 routes = [
     Route("/healthz", healthz, methods=["GET"]),
-    Route("/metrics", metrics, methods=["GET"]),
+    Route("/metrics", metrics_token_required(metrics), methods=["GET"]),
     Route("/openapi.json", openapi, methods=["GET"]),
 ]

@@ -276,14 +276,16 @@ def _parse(name: str, kind: FieldKind, raw: str) -> Any:
     if kind == "number":
         try:
             number = float(text)
-        except ValueError:
+            return int(text) if re.fullmatch(r"-?\d+", text) else number
+        except ValueError:  # also an integer over Python's 4300-digit limit
             raise FieldError(name, f"{name} must be a number") from None
-        return int(number) if re.fullmatch(r"-?\d+", text) else number
     if kind == "json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise FieldError(name, f"{name} is not valid JSON: {exc.msg}") from None
+        except (ValueError, RecursionError):  # 4300+ digit integers, absurd nesting
+            raise FieldError(name, f"{name} is not valid JSON (too deep or too long)") from None
     return raw
 
 

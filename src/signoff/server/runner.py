@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
 import socket
 import threading
@@ -49,6 +50,7 @@ class _Server(uvicorn.Server):
 def _config(
     app: Starlette, host: str, port: int, *, access_log: bool, log_level: str
 ) -> uvicorn.Config:
+    limits = app.state.signoff.settings.serve  # serve.* limits (docs/server.md, "Limits")
     return uvicorn.Config(
         app,
         host=host,
@@ -59,6 +61,10 @@ def _config(
         server_header=False,
         timeout_graceful_shutdown=10,
         lifespan="on",
+        http="h11",  # the parser that max_header_bytes configures, whatever else is installed
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        timeout_keep_alive=max(1, math.ceil(limits.keep_alive_timeout)),
+        limit_concurrency=limits.max_connections,
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from signoff.channels.redact import DEFAULT_REDACT_KEYS  # one list for inbox and chat
+from signoff.model import PolicyError
 from signoff.policy.settings import (
     Duration,
     SettingsSection,
@@ -26,16 +27,23 @@ from signoff.policy.settings import (
 )
 
 _Section = SettingsSection
+_ONE_ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 class ServeSettings(_Section):
-    """Where ``signoff serve`` listens, and the public URL put into links."""
+    """Where ``signoff serve`` listens, the public URL put into links, and the limits that
+    keep slow or greedy clients from tying the server up (docs/server.md, "Limits")."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     public_url: str | None = None
     long_poll_max: Duration = 60.0
     access_log: bool = True
+    body_timeout: Duration = 10.0
+    keep_alive_timeout: Duration = 5.0
+    max_connections: int = Field(default=1000, ge=1)
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024, le=1024 * 1024)
+    metrics_token: str | None = Field(default=None, min_length=16)
 
     @field_validator("public_url")
     @classmethod
@@ -108,8 +116,21 @@ class ServerSettings(_Section):
     def from_sections(
         cls, sections: Mapping[str, Mapping[str, Any]], *, filename: str = "signoff.yaml"
     ) -> ServerSettings:
+        _by_reference(sections.get("serve") or {}, "metrics_token", filename)
         data = {k: expand_env(dict(sections.get(k) or {}), k) for k in ("serve", "auth", "ui")}
         return validated(cls, data, filename)
+
+
+def _by_reference(section: Mapping[str, Any], key: str, filename: str) -> None:
+    """A secret such as ``serve.metrics_token`` is written ``${ENV_VAR}``, never inline."""
+    value = section.get(key) if isinstance(section, Mapping) else None
+    if value is not None and not (isinstance(value, str) and _ONE_ENV_REF.fullmatch(value)):
+        raise PolicyError(
+            "secrets are written as a ${ENV_VAR} reference, never inline: "
+            f"e.g. {key}: ${{SIGNOFF_METRICS_TOKEN}}",
+            path=f"{filename}.serve.{key}",
+            file=filename,
+        )
 
 
 def check_sections(sections: Mapping[str, Mapping[str, Any]], *, filename: str) -> None:

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from signoff.server.csrf import CSRF_FIELD
+from signoff.server.csrf import CSRF_FIELD, same_secret
 from signoff.server.errors import ApiError
 from signoff.server.inbox import context, read_form, signed_in
 from signoff.server.pages import message_page, render
@@ -60,7 +60,7 @@ async def login(request: Request) -> Response:
         if (
             not nonce
             or not isinstance(presented, str)
-            or not hmac.compare_digest(_prelogin_token(state, nonce), presented)
+            or not same_secret(_prelogin_token(state, nonce), presented)
         ):
             raise ApiError(403, "csrf_failed", "the sign-in form expired; try again")
         token = form.get("token")
