@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -538,8 +539,8 @@ def test_pending_list_is_empty_after_decisions(gate: Gate) -> None:
 
 
 def test_an_approved_call_runs_with_its_original_python_arguments(gate: Gate) -> None:
-    from datetime import UTC, datetime
-
+    # `datetime` is imported at module level: the guard resolves the annotation to prove the
+    # value's JSON form (what the approver sees) gives the same datetime back.
     seen: list[object] = []
 
     def execute(command: str, when: datetime | None = None) -> str:

@@ -75,7 +75,6 @@ class Delivery:
         *,
         public_url: str | None = None,
     ) -> None:
-
         self.gate = gate
         self.messengers = {m.name: m for m in messengers}
         self.settings = settings or DeliverySettings()

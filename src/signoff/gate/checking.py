@@ -1,7 +1,7 @@
 """Checking one call: an ordered pipeline of stages, cheapest first.
 
-Every call the gate sees goes through the same stages (today: schema → validators →
-policy). A stage looks at the call and the verdict so far and may change it; a ``deny``
+Every call the gate sees goes through the same stages (today: limits → schema →
+validators → policy). A stage looks at the call and the verdict so far and may change it; a ``deny``
 anywhere ends the walk, a ``require_approval`` anywhere asks a human. The synchronous stages
 do no I/O, so the allow/deny path of ``@gate.guard`` costs microseconds. The seam is built
 for two kinds of stage that come later:
@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from signoff.checks import ArgsSchema
-from signoff.model import AuditEvent, CallContext, Risk, ToolCall, Verdict
+from signoff.checks.limits import Limits, check_args, check_json
+from signoff.checks.schema import ModelArgs
+from signoff.model import AuditEvent, CallContext, InvalidInput, Risk, ToolCall, Verdict
 from signoff.policy import Policy
 from signoff.policy.rates import RateCounter
 from signoff.store import Store
@@ -79,6 +81,33 @@ class AsyncStage(Protocol):
     name: str
 
     def __call__(self, state: CheckState) -> Awaitable[None]: ...
+
+
+class LimitsStage:
+    """Arguments (and the context's ``attrs``) must be faithful JSON data within ``limits:``
+    (see :mod:`signoff.checks.limits`): a deny with rule ``limits`` otherwise."""
+
+    name = "limits"
+
+    def __init__(self, policy: Policy, limits: Limits) -> None:
+        self.policy = policy
+        self.limits = limits
+
+    def __call__(self, state: CheckState) -> None:
+        info = state.info
+        schema = info.schema if info is not None else None
+        model = schema.model if isinstance(schema, ModelArgs) else None
+        try:
+            check_args(state.call.args, self.limits, field="args", model=model)
+            if state.ctx.attrs:
+                check_json(state.ctx.attrs, self.limits, "context.attrs")
+        except InvalidInput as exc:
+            state.verdict = Verdict.deny(
+                "limits",
+                f"refused before any check: {exc}",
+                policy_hash=self.policy.short_hash,
+                errors=(str(exc),),
+            )
 
 
 class SchemaStage:
@@ -217,10 +246,16 @@ class Pipeline:
         return state.verdict
 
 
-def default_pipeline(policy: Policy, rates: RateCounter) -> Pipeline:
-    """schema → validators → policy: what every gate checks."""
+def default_pipeline(policy: Policy, rates: RateCounter, limits: Limits) -> Pipeline:
+    """limits → schema → validators → policy: what every gate checks."""
     return Pipeline(
-        policy, [SchemaStage(policy), ValidatorStage(policy), PolicyStage(policy, rates)]
+        policy,
+        [
+            LimitsStage(policy, limits),
+            SchemaStage(policy),
+            ValidatorStage(policy),
+            PolicyStage(policy, rates),
+        ],
     )
 
 

@@ -5,7 +5,7 @@ evaluate → (allow | deny | require_approval → persist → notify → wait �
 ``Gate`` is a facade over small modules with one job each (the way httpx keeps one
 ``Client`` over private modules):
 
-* :mod:`~signoff.gate.checking` — the check pipeline (schema → validators → policy);
+* :mod:`~signoff.gate.checking` — the check pipeline (limits → schema → validators → policy);
 * :mod:`~signoff.gate.submission` — building, storing and announcing a request;
 * :mod:`~signoff.gate.grants` — standing thread approvals;
 * :mod:`~signoff.gate.waiting` — waiting for the outcome without polling;
@@ -13,7 +13,9 @@ evaluate → (allow | deny | require_approval → persist → notify → wait �
 * :mod:`~signoff.gate.ledger` — running an approved call exactly once;
 * :mod:`~signoff.gate.sweeper` — deadlines without a waiter;
 * :mod:`~signoff.gate.inquiries` — asking a human a question;
-* :mod:`~signoff.gate.wiring` — channels and remote gates, built by the composition root.
+* :mod:`~signoff.gate.wiring` — channels and remote gates, built by the composition root;
+* mixins :mod:`~signoff.gate.lifecycle` (start/close), :mod:`~signoff.gate.changes` (one
+  transaction and its follow-ups), :mod:`~signoff.gate.ledger` (claim/finish).
 
 The allow/deny path is synchronous and touches no I/O (audit events are queued for the
 store's batched writer), so guarding a tool that the policy allows costs microseconds.
@@ -27,20 +29,23 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from signoff.checks import schema_for
+from signoff.checks.limits import Limits
 from signoff.gate import decisions as _decisions
 from signoff.gate import inquiries, messages, submission, waiting
+from signoff.gate.changes import Changes
 from signoff.gate.checking import Pipeline, ToolInfo, Validator, audit_verdict, default_pipeline
 from signoff.gate.context import ContextMethods, current_context
 from signoff.gate.decisions import request_context
 from signoff.gate.guard import guard as _guard
-from signoff.gate.ledger import run_once
+from signoff.gate.ledger import LedgerMethods
+from signoff.gate.lifecycle import Lifecycle
 from signoff.gate.portal import Portal
-from signoff.gate.ratelimit import RateWindows, seed_from_audit
+from signoff.gate.ratelimit import RateWindows
 from signoff.gate.settings import GateSettings
 from signoff.gate.submission import Submission
 from signoff.gate.sweeper import Sweeper
@@ -49,19 +54,16 @@ from signoff.model import (
     ApprovalRequest,
     CallContext,
     Decision,
-    DecisionError,
     DecisionRecord,
     Inquiry,
     NotFound,
     ReviewSpec,
     Risk,
-    SignoffError,
-    StoreError,
     ToolCall,
     Verdict,
     utcnow,
 )
-from signoff.model.resolution import Transition, apply_decisions, cancel, mark_execution
+from signoff.model.resolution import cancel
 from signoff.policy import Policy
 from signoff.store import MemoryStore, Store, open_store
 
@@ -76,7 +78,7 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-class Gate(ContextMethods):
+class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
     """Decides, asks, waits, runs and records — for one policy and one store."""
 
     def __init__(
@@ -101,7 +103,8 @@ class Gate(ContextMethods):
         self.default_approver = approver
         self.tools: dict[str, ToolInfo] = {}
         self.rates = RateWindows()
-        self.checks: Pipeline = default_pipeline(policy, self.rates)
+        self.limits = Limits.from_sections(policy.sections)
+        self.checks: Pipeline = default_pipeline(policy, self.rates, self.limits)
         if sweep_interval is None:
             sweep_interval = GateSettings.from_policy(policy).sweep_interval
         self.sweeper = Sweeper(self, sweep_interval)
@@ -221,86 +224,6 @@ class Gate(ContextMethods):
         """Run one of the gate's coroutines from sync code (on the gate's own loop thread)."""
         return self._portal.run(coro)
 
-    # ------------------------------------------------------------------ lifecycle
-    def start(self) -> None:
-        """Open the store and start the sweeper (done lazily by the first call that needs it)."""
-        if self._started:
-            return
-        self._portal.run(self.astart())
-
-    async def astart(self) -> None:
-        if self._started:
-            return
-        with self._start_lock:
-            if self._started:
-                return
-            if self._closed:
-                raise SignoffError("this gate is closed")
-            self._started = True
-        try:
-            await self._on_portal(self._start_on_portal())
-        except BaseException:
-            self._started = False
-            raise
-
-    async def _start_on_portal(self) -> None:
-        await self.store.open()
-        await seed_from_audit(self.rates, self.store, self.policy, self.tools)
-        await self.sweeper.start()  # expires what passed its deadline while nobody ran
-        if self.delivery is not None:
-            self._deliverer = asyncio.ensure_future(self.delivery.run())
-
-    async def _on_portal(self, coro: Any) -> Any:
-        """Run ``coro`` on the portal loop, awaited from whatever loop we are on."""
-        fut = self._portal.submit(coro)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return fut.result()
-        return await asyncio.wrap_future(fut)
-
-    def close(self) -> None:
-        """Flush the audit log, stop the sweeper and close the store."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._portal.run(self._close_on_portal(), timeout=30)
-        finally:
-            self._portal.stop()
-
-    async def aclose(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await self._on_portal(self._close_on_portal())
-        finally:
-            await asyncio.to_thread(self._portal.stop)
-
-    async def _close_on_portal(self) -> None:
-        await self.sweeper.stop()
-        if self.delivery is not None and self._deliverer is not None:
-            await self.delivery.stop(self._deliverer)
-        await self.store.close()
-
-    def __enter__(self) -> Gate:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Gate:
-        await self.astart()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def sweep(self) -> int:
-        """Expire or escalate every due request once; returns how many changed."""
-        return await self.sweeper.sweep()
-
     # ------------------------------------------------------------------ submit
     async def asubmit(
         self, calls: Sequence[ToolCall], ctx: CallContext | None = None, *, risk: Risk | None = None
@@ -312,6 +235,7 @@ class Gate(ContextMethods):
         with the same arguments returns the existing request.
         """
         ctx = ctx if ctx is not None else current_context()
+        submission.check_call_count(calls, self.limits)
         verdicts = [await self.acheck(c, ctx, risk=risk) for c in calls]
         return await self.asubmit_checked(list(calls), verdicts, ctx)
 
@@ -319,6 +243,7 @@ class Gate(ContextMethods):
         self, calls: Sequence[ToolCall], ctx: CallContext | None = None, *, risk: Risk | None = None
     ) -> Submission:
         ctx = ctx if ctx is not None else current_context()
+        submission.check_call_count(calls, self.limits)
         verdicts = [self.check(c, ctx, risk=risk) for c in calls]
         return self._portal.run(self.asubmit_checked(list(calls), verdicts, ctx))
 
@@ -373,25 +298,14 @@ class Gate(ContextMethods):
         :class:`AlreadyDecided` (by whom, when) — and the request stays as it was.
         """
         await self.astart()
-        who = approver or self.default_approver
-        if not who:
-            raise DecisionError("say who decides (approver)", field="approver")
-        _decisions.check_known_person(self.policy, who)
-        roles = (
-            frozenset(approver_roles) if approver_roles is not None else self.policy.roles_of(who)
+        return await _decisions.decide(
+            self,
+            request_id,
+            decisions,
+            approver=approver or self.default_approver,
+            channel=channel,
+            approver_roles=approver_roles,
         )
-        parsed = _decisions.parse_decisions(decisions)
-
-        def mutate(fresh: ApprovalRequest) -> Transition:
-            # Validated against the freshest row inside the write transaction: one store
-            # round trip instead of a read then a write, and positional decisions line up
-            # with what is pending *now*. Raising here stores nothing.
-            records = self.validate_decisions(fresh, parsed, approver=who, channel=channel)
-            return apply_decisions(fresh, records, approver_roles=roles, now=utcnow())
-
-        tr = await self.update(request_id, mutate)
-        await self.after_change(tr)
-        return tr.request
 
     def decide(
         self,
@@ -441,38 +355,6 @@ class Gate(ContextMethods):
     ) -> ApprovalRequest:
         return self._portal.run(self.acancel(request_id, actor=actor, reason=reason))
 
-    # ------------------------------------------------------------------ execution ledger
-    async def aclaim(self, request_id: str, call_id: str, *, actor: str | None = None) -> None:
-        """Mark an approved call ``executing``; raises AlreadyExecuted on a second claim."""
-        await self.update(
-            request_id, lambda r: mark_execution(r, call_id, "executing", now=utcnow(), actor=actor)
-        )
-
-    async def afinish(
-        self, request_id: str, call_id: str, *, error: str | None = None, actor: str | None = None
-    ) -> None:
-        step: Literal["executed", "failed"] = "failed" if error is not None else "executed"
-        await self.update(
-            request_id,
-            lambda r: mark_execution(r, call_id, step, now=utcnow(), error=error, actor=actor),
-        )
-
-    async def arun_approved(
-        self,
-        req: ApprovalRequest,
-        call_id: str,
-        run: Callable[[dict[str, Any]], Awaitable[Any]],
-        ctx: CallContext | None = None,
-    ) -> Any:
-        """Run an approved/edited call exactly once with its final arguments."""
-        result = await run_once(req, call_id, run, claim=self.aclaim, finish=self.afinish)
-        call = req.call(call_id)
-        self.record_execution(
-            ToolCall(call.action.name, call.action.args, id=call_id),
-            ctx or request_context(req, self.policy),
-        )
-        return result
-
     # ------------------------------------------------------------------ inquiries
     async def aask(
         self,
@@ -518,42 +400,6 @@ class Gate(ContextMethods):
         return await self.store.list_requests(
             status=status, thread=thread, kind=kind, limit=limit, offset=offset
         )
-
-    # ------------------------------------------------------------------ for the modules
-    async def update(
-        self, request_id: str, mutate: Callable[[ApprovalRequest], Transition]
-    ) -> Transition:
-        """Apply a pure state change in one store transaction (store errors as StoreError)."""
-        try:
-            return await self.store.update_request(request_id, mutate)
-        except SignoffError:
-            raise
-        except Exception as exc:
-            raise StoreError(f"store failed while updating {request_id}: {exc}") from exc
-
-    async def queue_notifications(self, tr: Transition) -> None:
-        """Escalation notices, message updates and events for a change: queued in the
-        outbox, never fatal."""
-        if self.delivery is None or not tr.changed:
-            return
-        try:
-            await self.delivery.on_change(tr)
-        except Exception:
-            log.exception("queueing notifications for %s failed", tr.request.id)
-
-    async def after_change(self, tr: Transition) -> None:
-        """Follow-ups of a stored change: outbox updates, and in-process channels told of a
-        resolution."""
-        if not tr.changed:
-            return
-        await self.queue_notifications(tr)
-        if tr.request.pending:
-            return
-        for channel in self.channels:
-            try:
-                await channel.resolved(tr.request, self)
-            except Exception as exc:
-                log.warning("channel %s failed to update: %s", channel.name, exc)
 
 
 def resolve_config_path(path: str | os.PathLike[str] | None) -> Path:

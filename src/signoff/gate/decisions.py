@@ -8,7 +8,7 @@ by the policy). Every refusal is a :class:`DecisionError` naming the field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -24,12 +24,42 @@ from signoff.model import (
     ToolCall,
     utcnow,
 )
+from signoff.model.resolution import Transition, apply_decisions
 from signoff.policy import Policy
 
 if TYPE_CHECKING:
     from signoff.gate.core import Gate
 
 _MISSING = object()
+
+
+async def decide(
+    gate: Gate,
+    request_id: str,
+    decisions: Sequence[Decision | Mapping[str, Any]],
+    *,
+    approver: str | None,
+    channel: str,
+    approver_roles: Iterable[str] | None,
+) -> ApprovalRequest:
+    """Validate one approver's decisions and apply them in one store transaction."""
+    if not approver:
+        raise DecisionError("say who decides (approver)", field="approver")
+    who = approver
+    check_known_person(gate.policy, who)
+    roles = frozenset(approver_roles) if approver_roles is not None else gate.policy.roles_of(who)
+    parsed = parse_decisions(decisions)
+
+    def mutate(fresh: ApprovalRequest) -> Transition:
+        # Validated against the freshest row inside the write transaction: one store round
+        # trip instead of a read then a write, and positional decisions line up with what is
+        # pending *now*. Raising here stores nothing.
+        records = gate.validate_decisions(fresh, parsed, approver=who, channel=channel)
+        return apply_decisions(fresh, records, approver_roles=roles, now=utcnow())
+
+    tr = await gate.update(request_id, mutate)
+    await gate.after_change(tr)
+    return tr.request
 
 
 def parse_decisions(decisions: Sequence[Decision | Mapping[str, Any]]) -> list[Decision]:

@@ -1,11 +1,16 @@
-"""Exactly-once execution of an approved call, shared by the local and the remote gate."""
+"""Exactly-once execution of an approved call: :func:`run_once` is shared by the local and
+the remote gate; :class:`LedgerMethods` is the local gate's claim/finish (a mixin of
+:class:`~signoff.gate.core.Gate`)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
-from signoff.model import ApprovalRequest
+from signoff.gate.decisions import request_context
+from signoff.model import ApprovalRequest, CallContext, ToolCall, utcnow
+from signoff.model.resolution import Transition, mark_execution
+from signoff.policy import Policy
 
 Claim = Callable[[str, str], Awaitable[None]]
 Finish = Callable[..., Awaitable[None]]
@@ -33,3 +38,43 @@ async def run_once(
         raise
     await finish(req.id, call_id)
     return result
+
+
+class LedgerMethods:
+    """``aclaim`` / ``afinish`` / ``arun_approved`` on the gate's store."""
+
+    policy: Policy
+    # provided by the Gate (Changes.update, Gate.record_execution)
+    update: Callable[[str, Callable[[ApprovalRequest], Transition]], Awaitable[Transition]]
+    record_execution: Callable[[ToolCall, CallContext], None]
+
+    async def aclaim(self, request_id: str, call_id: str, *, actor: str | None = None) -> None:
+        """Mark an approved call ``executing``; raises AlreadyExecuted on a second claim."""
+        await self.update(
+            request_id, lambda r: mark_execution(r, call_id, "executing", now=utcnow(), actor=actor)
+        )
+
+    async def afinish(
+        self, request_id: str, call_id: str, *, error: str | None = None, actor: str | None = None
+    ) -> None:
+        step: Literal["executed", "failed"] = "failed" if error is not None else "executed"
+        await self.update(
+            request_id,
+            lambda r: mark_execution(r, call_id, step, now=utcnow(), error=error, actor=actor),
+        )
+
+    async def arun_approved(
+        self,
+        req: ApprovalRequest,
+        call_id: str,
+        run: Callable[[dict[str, Any]], Awaitable[Any]],
+        ctx: CallContext | None = None,
+    ) -> Any:
+        """Run an approved/edited call exactly once with its final arguments."""
+        result = await run_once(req, call_id, run, claim=self.aclaim, finish=self.afinish)
+        call = req.call(call_id)
+        self.record_execution(
+            ToolCall(call.action.name, call.action.args, id=call_id),
+            ctx or request_context(req, self.policy),
+        )
+        return result

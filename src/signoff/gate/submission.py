@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from signoff.checks.limits import Limits, check_args, check_json, clip_text
+from signoff.checks.schema import ModelArgs
 from signoff.gate.grants import apply_thread_grants
 from signoff.model import (
     Action,
@@ -24,6 +26,7 @@ from signoff.model import (
     CallContext,
     CallState,
     Inquiry,
+    InvalidInput,
     PrincipalInfo,
     ReviewConfig,
     ReviewSpec,
@@ -75,13 +78,19 @@ async def submit_checked(
     inquiry: Inquiry | None,
 ) -> Submission:
     """Store one request for the calls whose verdict needs review, and set it going."""
+    check_call_count(calls, gate.limits)
     sub = Submission(calls, verdicts)
     review = [(c, v) for c, v in zip(calls, verdicts, strict=True) if v.needs_approval]
     if not review:
         return sub
+    _check_stored_input(gate, review, ctx)
     await gate.astart()
+    ctx, truncated = _clip_context(ctx, gate.limits)
     request = build_request(gate, review, ctx, inquiry)
-    stored, created = await _create(gate, request, [_created_event(request, ctx)])
+    event = _created_event(request, ctx)
+    if truncated:
+        event.data["truncated_chars"] = truncated
+    stored, created = await _create(gate, request, [event])
     sub.request, sub.created = stored, created
     if not created:
         return sub
@@ -117,6 +126,42 @@ async def _system_resolve(
         lambda r: system_resolve(r, outcome, actor=actor, now=utcnow(), message=message),
     )
     return tr.request
+
+
+def check_call_count(calls: Sequence[ToolCall], limits: Limits) -> None:
+    """One agent step holds at most ``limits.max_calls_per_request`` calls."""
+    if len(calls) > limits.max_calls_per_request:
+        raise InvalidInput(
+            f"{len(calls)} calls in one step, over limits.max_calls_per_request "
+            f"({limits.max_calls_per_request})",
+            field="tool_calls",
+        )
+
+
+def _check_stored_input(
+    gate: Gate, review: list[tuple[ToolCall, Verdict]], ctx: CallContext
+) -> None:
+    """Nothing unreadable is ever stored, whoever computed the verdicts (the limits stage
+    already passed calls from :meth:`Gate.check`; inquiries and callers of
+    ``asubmit_checked`` come here without it)."""
+    for i, (call, _verdict) in enumerate(review):
+        info = gate.tools.get(call.name)
+        model = info.schema.model if info and isinstance(info.schema, ModelArgs) else None
+        check_args(call.args, gate.limits, field=f"tool_calls.{i}.args", model=model)
+    if ctx.attrs:
+        check_json(ctx.attrs, gate.limits, "context.attrs")
+
+
+def _clip_context(ctx: CallContext, limits: Limits) -> tuple[CallContext, dict[str, int]]:
+    """Long conversation text is kept, cut with a visible marker; never a refusal."""
+    user_request, cut_request = clip_text(ctx.user_request, limits)
+    reasoning, cut_reasoning = clip_text(ctx.reasoning, limits)
+    truncated = {
+        name: n for name, n in (("user_request", cut_request), ("reasoning", cut_reasoning)) if n
+    }
+    if not truncated:
+        return ctx, {}
+    return replace(ctx, user_request=user_request, reasoning=reasoning), truncated
 
 
 def _created_event(request: ApprovalRequest, ctx: CallContext) -> AuditEvent:

@@ -159,3 +159,13 @@ class Responded(ToolCallStopped):
 
 class AlreadyExecuted(ToolCallStopped):
     """This approved call already ran (or is running): exactly-once forbids running it again."""
+
+
+class InvalidInput(SignoffError):
+    """Input refused at the door (over a limit, not finite, no faithful JSON form); nothing
+    was checked, stored or shown. ``field`` names the part (``args.cfg.items.3``)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        self.message = message
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)

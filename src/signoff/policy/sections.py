@@ -38,6 +38,13 @@ SECTIONS: tuple[Section, ...] = (
     Section("people", "policy", "The people who exist, their roles, and how to reach them."),
     Section("tools", "policy", "One entry per tool (or glob of tools): rules and review fields."),
     Section(
+        "limits",
+        "runtime",
+        "What an agent may send: nesting depth, argument size, calls per request, context "
+        "text length.",
+        checker="signoff.checks.limits:check_sections",
+    ),
+    Section(
         "gate",
         "runtime",
         "Runtime settings of the gate (not policy): e.g. `sweep_interval`.",

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from signoff.checks.limits import check_submission
 from signoff.gate import request_context
 from signoff.model import AlreadyDecided, ApprovalRequest, CallContext, ToolCall
 from signoff.server.access import may_cancel, may_see, require_agent
@@ -73,6 +74,7 @@ async def submit(request: Request) -> Response:
     body = validated(SubmitBody, await json_body(request))
     ctx = _agent_context(state, who, body)
     calls = tool_calls(body)
+    check_submission(calls, ctx.attrs, state.gate.limits)  # 422 naming the field; nothing stored
     sub = await state.gate.asubmit(calls, ctx)
     if sub.request is not None and sub.request.agent != who.name:
         raise ApiError(
@@ -92,6 +94,7 @@ async def ask(request: Request) -> Response:
     require_agent(who, "ask questions")
     body = validated(InquiryBody, await json_body(request))
     ctx = _agent_context(state, who, body)
+    check_submission([], ctx.attrs, state.gate.limits)
     req = await state.gate.aask(
         body.question,
         choices=body.choices,

@@ -18,8 +18,10 @@ from signoff.model import (
     AlreadyExecuted,
     DecisionError,
     IdempotencyConflict,
+    InvalidInput,
     NotAuthorized,
     NotFound,
+    RequestQuarantined,
     SignoffError,
     StoreError,
 )
@@ -66,6 +68,8 @@ def from_signoff_error(exc: SignoffError) -> ApiError:
         return ApiError(403, "not_authorized", str(exc.message), field=exc.field)
     if isinstance(exc, DecisionError):
         return ApiError(422, "invalid_decision", str(exc.message), field=exc.field)
+    if isinstance(exc, InvalidInput):  # refused at the door (limits): nothing was stored
+        return ApiError(422, "invalid", exc.message, field=exc.field)
     if isinstance(exc, AlreadyDecided):
         return ApiError(
             409,
@@ -82,6 +86,8 @@ def from_signoff_error(exc: SignoffError) -> ApiError:
         return ApiError(409, "idempotency_conflict", str(exc))
     if isinstance(exc, NotFound):
         return ApiError(404, "not_found", str(exc))
+    if isinstance(exc, RequestQuarantined):  # one unreadable row; the store itself is fine
+        return ApiError(409, "quarantined", str(exc), request_id=exc.request_id)
     if isinstance(exc, StoreError):
         return ApiError(503, "store_unavailable", f"the store is unavailable: {exc}")
     return ApiError(400, "bad_request", str(exc))

@@ -1,0 +1,63 @@
+"""Applying a change to a stored request, and what follows it (outbox updates, channels told
+of a resolution). Used by every module of the gate; a mixin of
+:class:`~signoff.gate.core.Gate`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+from signoff.gate.wiring import DeliveryWorker, Notifier
+from signoff.model import ApprovalRequest, SignoffError, StoreError
+from signoff.model.resolution import Transition
+from signoff.store import Store
+
+if TYPE_CHECKING:
+    from signoff.gate.core import Gate
+
+log = logging.getLogger("signoff.gate")
+
+
+class Changes:
+    """``update`` (one transaction), ``queue_notifications`` and ``after_change``."""
+
+    store: Store
+    delivery: DeliveryWorker | None
+    channels: list[Notifier]
+
+    async def update(
+        self, request_id: str, mutate: Callable[[ApprovalRequest], Transition]
+    ) -> Transition:
+        """Apply a pure state change in one store transaction (store errors as StoreError)."""
+        try:
+            return await self.store.update_request(request_id, mutate)
+        except SignoffError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"store failed while updating {request_id}: {exc}") from exc
+
+    async def queue_notifications(self, tr: Transition) -> None:
+        """Escalation notices, message updates and events for a change: queued in the
+        outbox, never fatal."""
+        if self.delivery is None or not tr.changed:
+            return
+        try:
+            await self.delivery.on_change(tr)
+        except Exception:
+            log.exception("queueing notifications for %s failed", tr.request.id)
+
+    async def after_change(self, tr: Transition) -> None:
+        """Follow-ups of a stored change: outbox updates, and in-process channels told of a
+        resolution."""
+        if not tr.changed:
+            return
+        await self.queue_notifications(tr)
+        if tr.request.pending:
+            return
+        for channel in self.channels:
+            try:
+                await channel.resolved(tr.request, cast("Gate", self))
+            except Exception as exc:
+                log.warning("channel %s failed to update: %s", channel.name, exc)
