@@ -136,6 +136,25 @@ def test_an_answer_before_the_body_closes_the_connection(quick: Server) -> None:
     assert closed_by_server(sock)
 
 
+def test_a_body_over_1_mib_is_413_in_the_json_shape(quick: Server) -> None:
+    agent = quick.client("bot")
+    big = b"[" + b" " * (1024 * 1024) + b"]"
+    announced = agent.post("/v1/requests", content=big)
+    assert announced.status_code == 413
+    assert announced.json()["error"] == "body_too_large"
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        yield big
+
+    streamed = agent.post("/v1/requests", content=chunks())
+    assert streamed.status_code == 413
+    assert streamed.json() | {"message": ""} == {
+        "error": "body_too_large",
+        "field": "body",
+        "message": "",
+    }
+
+
 def test_event_streams_and_long_polls_are_not_cut_by_the_body_timeout(quick: Server) -> None:
     rid = quick.pending()
     agent = quick.client("bot")

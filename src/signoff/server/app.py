@@ -112,10 +112,10 @@ def create_app(
                 ClientLimits,
                 body_timeout=settings.serve.body_timeout,
                 max_header_bytes=settings.serve.max_header_bytes,
+                max_body_bytes=MAX_BODY,
             )
         ],
         lifespan=lifespan,
-        max_body_size=MAX_BODY,
     )
     app.state.signoff = state
     app.state.links = links.LinkIssuer(state)

@@ -1,6 +1,6 @@
-"""Limits on what one client may cost: the size of its request head, and the time its body
-may take. A client that sends its headers, then stalls or trickles the body, gets a 408 and
-the connection closed instead of holding the server's attention for ever.
+"""Limits on what one client may cost: the size of its request head and body, and the time
+its body may take. A client that sends its headers, then stalls or trickles the body, gets a
+408 and the connection closed instead of holding the server's attention for ever.
 
 uvicorn bounds idle keep-alive connections (``serve.keep_alive_timeout``), open connections
 (``serve.max_connections``) and a request head that is still arriving
@@ -8,6 +8,7 @@ uvicorn bounds idle keep-alive connections (``serve.keep_alive_timeout``), open 
 as long as the client keeps the socket open. This middleware adds:
 
 * a request head larger than ``serve.max_header_bytes`` → 431;
+* a body larger than 1 MiB (announced, or counted as it arrives) → 413;
 * the whole body within ``serve.body_timeout`` seconds, counted from the moment the app
   first reads it (every endpoint reads its body first thing) → else 408. Once the body is
   complete, ``receive`` passes straight through: event streams and long-polls wait on it
@@ -33,14 +34,21 @@ class BodyTimedOut(Exception):
     """The request body did not arrive in time (raised inside the app's ``receive``)."""
 
 
-class ClientLimits:
-    """ASGI middleware: at most ``max_header_bytes`` of headers, ``body_timeout`` seconds
-    for the body."""
+class BodyTooLarge(Exception):
+    """The request body grew past the cap (raised inside the app's ``receive``)."""
 
-    def __init__(self, app: ASGIApp, *, body_timeout: float, max_header_bytes: int) -> None:
+
+class ClientLimits:
+    """ASGI middleware: at most ``max_header_bytes`` of headers, ``max_body_bytes`` of body,
+    ``body_timeout`` seconds for the body."""
+
+    def __init__(
+        self, app: ASGIApp, *, body_timeout: float, max_header_bytes: int, max_body_bytes: int
+    ) -> None:
         self.app = app
         self.body_timeout = body_timeout
         self.max_header_bytes = max_header_bytes
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -50,7 +58,11 @@ class ClientLimits:
         if sum(len(k) + len(v) + 4 for k, v in headers) > self.max_header_bytes:
             await _refuse(scope, receive, send, 431, "headers_too_large", self._too_large())
             return
-        body = _BodyReader(receive, self.body_timeout, _expects_body(headers))
+        announced = _content_length(headers)
+        if announced is not None and announced > self.max_body_bytes:
+            await _refuse(scope, receive, send, 413, "body_too_large", self._too_big(), "body")
+            return
+        body = _BodyReader(receive, self.body_timeout, self.max_body_bytes, _expects_body(headers))
         started = False
 
         async def send_closing_if_owed(message: Message) -> None:
@@ -63,9 +75,12 @@ class ClientLimits:
 
         try:
             await self.app(scope, body.receive, send_closing_if_owed)
-        except BodyTimedOut:
+        except (BodyTimedOut, BodyTooLarge) as exc:
             if started:
-                raise  # too late for a 408: uvicorn drops the connection
+                raise  # too late to answer: uvicorn drops the connection
+            if isinstance(exc, BodyTooLarge):
+                await _refuse(scope, receive, send, 413, "body_too_large", self._too_big(), "body")
+                return
             message = (
                 f"the request body did not arrive within {self.body_timeout:g} s; "
                 "send the whole body at once"
@@ -74,6 +89,9 @@ class ClientLimits:
 
     def _too_large(self) -> str:
         return f"the request headers exceed {self.max_header_bytes} bytes (serve.max_header_bytes)"
+
+    def _too_big(self) -> str:
+        return f"the request body is larger than {self.max_body_bytes} bytes"
 
 
 async def _refuse(
@@ -92,9 +110,13 @@ async def _refuse(
 class _BodyReader:
     """``receive`` with a deadline until the last body chunk (or a disconnect) arrives."""
 
-    def __init__(self, receive: Receive, seconds: float, expects_body: bool) -> None:
+    def __init__(
+        self, receive: Receive, seconds: float, max_bytes: int, expects_body: bool
+    ) -> None:
         self._receive = receive
         self._seconds = seconds
+        self._max_bytes = max_bytes
+        self._received = 0
         self._deadline: float | None = None
         self.expects_body = expects_body
         self.done = False
@@ -114,9 +136,19 @@ class _BodyReader:
                 message = await self._receive()
         except TimeoutError:
             raise BodyTimedOut from None
+        self._received += len(message.get("body", b""))
+        if self._received > self._max_bytes:
+            raise BodyTooLarge
         if message["type"] != "http.request" or not message.get("more_body", False):
             self.done = True
         return message
+
+
+def _content_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
+    for name, value in headers:
+        if name == b"content-length":
+            return int(value) if value.strip().isdigit() and len(value) < 20 else None
+    return None
 
 
 def _expects_body(headers: Iterable[tuple[bytes, bytes]]) -> bool:
