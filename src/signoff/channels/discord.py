@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -85,18 +86,31 @@ def ed25519_valid(public_key_hex: str, signature_hex: str, signed: bytes) -> boo
 
 
 # ---------------------------------------------------------------- messages
+_MARKDOWN = re.compile(r"([\\*_~|`>#\-\[\]()<])")
+
+
+def _md(text: str) -> str:
+    """Discord markdown shown literally: a backslash before every character that could
+    style, hide (``||spoiler||``), link (``[label](url)``) or mention (``<@…>``) — Discord
+    drops the backslash before any punctuation, so the text reads as written."""
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
 def embed(out: Outgoing, *, resolved: bool = False) -> dict[str, Any]:
     req = out.request
-    text = message.question(req) or "\n".join(
-        f"• {line}" for line in message.call_lines(req, out.redact)
+    question = message.question(req)
+    text = (
+        _md(question)
+        if question
+        else "\n".join(f"• {_md(line)}" for line in message.call_lines(req, out.redact))
     )
-    fields = [{"name": "Context", "value": cut(message.context_line(req), 1024)}]
+    fields = [{"name": "Context", "value": cut(_md(message.context_line(req)), 1024)}]
     if resolved:
-        fields.insert(0, {"name": "Outcome", "value": cut(message.outcome(req), 1024)})
+        fields.insert(0, {"name": "Outcome", "value": cut(_md(message.outcome(req)), 1024)})
     elif not out.page_url:
         fields.append({"name": "How to decide", "value": cut(message.cli_hint(req), 1024)})
     return {
-        "title": cut(message.title(req, "prompt" if resolved else out.kind), 256),
+        "title": cut(_md(message.title(req, "prompt" if resolved else out.kind)), 256),
         "description": cut(text, 4000),
         "color": COLOR.get(req.status, 0x95A5A6),
         "fields": fields,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from signoff.channels import DeliveryError, Outgoing, Target, message
 from signoff.channels.config import EmailConfig, missing_secrets
+from signoff.model.text import inert
 
 if TYPE_CHECKING:
     import httpx
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 
 
 def build_message(out: Outgoing, sender: str) -> EmailMessage:
-    """The email for one recipient (``EmailMessage`` refuses CR/LF in headers)."""
+    """The email for one recipient. The subject is one line of inert text (a CR/LF from an
+    agent becomes ``⏎``: no header injection, and no refused message either)."""
     req = out.request
     domain = parseaddr(sender)[1].rpartition("@")[2] or "signoff.invalid"
     msg = EmailMessage()
@@ -66,10 +68,10 @@ def _text(out: Outgoing) -> str:
     parts = [message.title(req, out.kind), ""]
     parts += [f"  {line}" for line in _lines(out)]
     if req.inquiry and req.inquiry.choices:
-        parts += ["", "Choices: " + ", ".join(req.inquiry.choices)]
+        parts += ["", "Choices: " + inert(", ".join(req.inquiry.choices))]
     parts += ["", message.context_line(req)]
-    if req.user_request:
-        parts.append(f"The user asked: {req.user_request}")
+    if req.user_request:  # one line: a line break could fake a "Review and decide:" link
+        parts.append(f"The user asked: {inert(req.user_request)}")
     parts.append("")
     if out.review_link:
         parts += [f"Review and decide: {out.review_link}", "(The page asks you to confirm.)"]
@@ -87,7 +89,7 @@ def _html(out: Outgoing) -> str:
     items = "".join(f"<li><code>{esc(line)}</code></li>" for line in _lines(out))
     body = [f"<h2>{esc(message.title(req, out.kind))}</h2>", f"<ul>{items}</ul>"]
     if req.inquiry and req.inquiry.choices:
-        body.append("<p>Choices: " + esc(", ".join(req.inquiry.choices)) + "</p>")
+        body.append("<p>Choices: " + esc(inert(", ".join(req.inquiry.choices))) + "</p>")
     body.append(f"<p>{esc(message.context_line(req))}</p>")
     if out.review_link:
         body.append(

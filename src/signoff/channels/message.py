@@ -3,6 +3,11 @@
 Each provider module turns these into its own format (Block Kit, an embed, an Adaptive
 Card, a LINE template, a plain-text + HTML email). Arguments pass through the
 :class:`~signoff.channels.redact.Redactor`; the full view stays on the web page.
+
+Every string here that an agent or an approver wrote is made inert
+(:func:`~signoff.model.text.inert`: control, bidi and invisible characters shown, line
+breaks as ``⏎``), so each provider module only escapes its own markup. The calls shown are
+the ones that will run: after an edit, the edited arguments and what the edit changed.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from datetime import datetime
 
 from signoff.channels.redact import Redactor, cut
 from signoff.model import ApprovalRequest, utcnow
+from signoff.model.text import inert
 
 PREFIX = {"reminder": "Reminder: ", "escalation": "Escalated: "}
 MARK = {"approved": "✅", "edited": "✏️", "rejected": "❌", "responded": "💬", "expired": "⌛"}
@@ -34,7 +40,7 @@ def choices(req: ApprovalRequest, limit: int = 4) -> Choices:
     allowed = {d for cfg in pending for d in cfg.allowed_decisions}
     answers: tuple[str, ...] = ()
     if req.inquiry is not None and "respond" in allowed and req.inquiry.choices:
-        answers = tuple(req.inquiry.choices[:limit])
+        answers = tuple(inert(c) for c in req.inquiry.choices[:limit])
     return Choices(
         approve=req.kind != "inquiry" and "approve" in allowed,
         reject="reject" in allowed,
@@ -46,27 +52,32 @@ def title(req: ApprovalRequest, kind: str = "prompt") -> str:
     """A one-line headline without arguments (safe for a subject line or a lock screen)."""
     prefix = PREFIX.get(kind, "")
     if req.kind == "inquiry":
-        return f"{prefix}Question from {req.agent or 'an agent'}"
-    names = list(dict.fromkeys(a.name for a in req.action_requests))
+        return f"{prefix}Question from {inert(req.agent or 'an agent')}"
+    names = list(dict.fromkeys(inert(a.name) for a in req.action_requests))
     if len(req.action_requests) == 1:
         return f"{prefix}Approval needed: {names[0]}"
     return f"{prefix}Approval needed: {len(req.action_requests)} calls ({', '.join(names)})"
 
 
 def question(req: ApprovalRequest) -> str | None:
-    return req.inquiry.question if req.inquiry is not None else None
+    return inert(req.inquiry.question) if req.inquiry is not None else None
 
 
 def call_lines(req: ApprovalRequest, redact: Redactor, limit: int = 300) -> list[str]:
-    """One line per call: ``name(args…)`` redacted and cut, then its description or reason."""
+    """One line per call: ``name(args…)`` as it will run, redacted and cut; after an edit,
+    what the edit changed; then its description (of the original call: left out after an
+    edit) or reason."""
     if req.kind == "inquiry":
         return []
     lines = []
-    for action in req.action_requests:
-        line = redact.call(action.name, action.args, limit)
-        why = action.description or action.reason
+    for action, call in zip(req.action_requests, req.calls, strict=True):
+        line = redact.call(action.name, call.action.args, limit)
+        changes = redact.changes(action.args, call.action.args, 200)
+        if changes:
+            line += f" — edited: {changes}"
+        why = action.reason if changes else action.description or action.reason
         if why:
-            line += f" — {cut(why, 200)}"
+            line += f" — {cut(inert(why), 200)}"
         lines.append(line)
     return lines
 
@@ -75,9 +86,9 @@ def context_line(req: ApprovalRequest, now: datetime | None = None) -> str:
     """Who asks, for whom, on which thread, and until when."""
     parts = []
     if req.agent:
-        parts.append(f"agent {req.agent}")
-    parts.append(f"for {req.principal.id}")
-    parts.append(f"thread {req.thread}")
+        parts.append(f"agent {inert(req.agent)}")
+    parts.append(f"for {inert(req.principal.id)}")
+    parts.append(f"thread {inert(req.thread)}")
     parts.append(f"expires {expires_in(req, now)}")
     return " · ".join(parts)
 
@@ -101,8 +112,8 @@ def outcome(req: ApprovalRequest) -> str:
     if req.status == "cancelled":
         who = next((c.resolved_by for c in req.calls if c.resolved_by), None)
         reason = next((c.message for c in req.calls if c.message), None)
-        text = "🚫 Cancelled" + (f" by {who}" if who else "")
-        return text + (f": {cut(reason, 200)}" if reason else "")
+        text = "🚫 Cancelled" + (f" by {inert(who)}" if who else "")
+        return text + (f": {cut(inert(reason), 200)}" if reason else "")
     parts = []
     for action, call in zip(req.action_requests, req.calls, strict=True):
         label = call.resolution or "pending"
@@ -113,11 +124,11 @@ def outcome(req: ApprovalRequest) -> str:
             text = f"{mark} Approved on timeout (on_timeout: allow)"
         else:
             verb = "Answered" if label == "responded" else label.capitalize()
-            text = f"{mark} {verb} by {call.resolved_by}"
+            text = f"{mark} {verb} by {inert(str(call.resolved_by))}"
             if call.message and label == "rejected":
-                text += f": {cut(call.message, 200)}"
+                text += f": {cut(inert(call.message), 200)}"
         if len(req.calls) > 1:
-            text += f" ({action.name})"
+            text += f" ({inert(action.name)})"
         parts.append(text.strip())
     return "; ".join(dict.fromkeys(parts))
 

@@ -3,7 +3,8 @@
 Chat messages land on phones, lock screens, mail gateways and third-party servers, so the
 values of secret-looking argument names are replaced (the ``ui.redact_keys`` setting — the
 same names the web inbox hides) and long values are cut. The full view stays behind the
-authenticated web page.
+authenticated web page. Every name and value shown is made inert (control, bidi and
+invisible characters visible: :func:`signoff.model.text.inert`) before it is cut.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import json
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from signoff.model.text import ABSENT, changed_args, inert
 
 if TYPE_CHECKING:
     from signoff.policy import Policy
@@ -65,15 +68,26 @@ class Redactor:
     def call(self, name: str, args: Mapping[str, Any], limit: int = 300) -> str:
         """``name(key=value, …)`` with secrets redacted, cut to ``limit`` characters."""
         shown = self.value(dict(args))
-        parts = [f"{k}={_short(v)}" for k, v in shown.items()]
-        return cut(f"{name}({', '.join(parts)})", limit)
+        parts = [f"{inert(str(k))}={_short(v)}" for k, v in shown.items()]
+        return cut(f"{inert(name)}({', '.join(parts)})", limit)
+
+    def changes(self, before: Mapping[str, Any], after: Mapping[str, Any], limit: int = 300) -> str:
+        """What an edit changed, ``key old → new; …`` (secrets redacted), or ``""``."""
+        parts = []
+        for change in changed_args(before, after):
+            old, new = (
+                "(absent)" if v is ABSENT else _short(self.value({change.name: v})[change.name])
+                for v in (change.before, change.after)
+            )
+            parts.append(f"{inert(change.name)} {old} → {new}")
+        return cut("; ".join(parts), limit)
 
 
 def _short(value: Any) -> str:
     if value == REDACTED:
         return REDACTED
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return cut(text, 80)
+    return cut(inert(text), 80)
 
 
 def cut(text: str, limit: int) -> str:

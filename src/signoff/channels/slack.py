@@ -82,10 +82,14 @@ def verify(
 
 # ---------------------------------------------------------------- Block Kit
 def _esc(text: str) -> str:
+    """Slack's three control characters escaped: no ``<link|label>``, ``<!channel>`` or
+    ``<@U…>`` can come from agent text (it is already inert: see ``message``)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _text(kind: str, text: str) -> dict[str, str]:
+def _text(kind: str, text: str) -> dict[str, Any]:
+    if kind == "mrkdwn":  # verbatim: no auto-linking of bare names, channels or mentions
+        return {"type": kind, "text": text, "verbatim": True}
     return {"type": kind, "text": text}
 
 
@@ -96,7 +100,7 @@ def prompt_blocks(out: Outgoing) -> list[dict[str, Any]]:
     if out.target.mentions:
         head = " ".join(f"<@{m}>" for m in out.target.mentions) + " " + head
     blocks: list[dict[str, Any]] = [{"type": "section", "text": _text("mrkdwn", head)}]
-    body = message.question(req) or "\n".join(
+    body = _esc(message.question(req) or "") or "\n".join(
         f"• {_esc(line)}" for line in message.call_lines(req, out.redact)
     )
     if body:
@@ -236,7 +240,7 @@ class SlackChannel:
             "chat.postMessage",
             {
                 "channel": out.target.address,
-                "text": message.title(out.request, out.kind),
+                "text": _esc(message.title(out.request, out.kind)),
                 "blocks": prompt_blocks(out),
                 "unfurl_links": False,
                 "unfurl_media": False,
@@ -251,7 +255,7 @@ class SlackChannel:
             {
                 "channel": ref.get("channel"),
                 "ts": ref.get("ts"),
-                "text": f"{message.title(out.request)} — {message.outcome(out.request)}",
+                "text": _esc(f"{message.title(out.request)} — {message.outcome(out.request)}"),
                 "blocks": outcome_blocks(out),
             },
         )

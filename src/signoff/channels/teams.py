@@ -9,6 +9,9 @@ allowing anyone to trigger it; copy the URL. Its ``sig=`` makes it a secret:
 The channel is shared and Workflows cards cannot call back, so the card carries no
 decision link: "Open" leads to the web page, where the approver signs in. A workflow post
 cannot be edited either; the outcome goes out as a follow-up card.
+
+Text an agent or an approver wrote goes into ``RichTextBlock`` text runs, which Adaptive
+Cards never read as Markdown (a ``TextBlock`` would turn ``[label](url)`` into a link).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from signoff.channels import Outgoing, Target, message
 from signoff.channels._http import request as http_request
 from signoff.channels.config import TeamsConfig, missing_secrets
 from signoff.channels.redact import cut
+from signoff.model.text import inert
 
 if TYPE_CHECKING:
     import httpx
@@ -28,31 +32,40 @@ if TYPE_CHECKING:
     from signoff.store.base import OutboxKind
 
 
+def plain(*runs: str | tuple[str, dict[str, str]]) -> dict[str, Any]:
+    """A ``RichTextBlock`` of literal text runs (never Markdown); a run may carry a style."""
+    inlines = [
+        {"type": "TextRun", "text": run}
+        if isinstance(run, str)
+        else {"type": "TextRun", "text": run[0], **run[1]}
+        for run in runs
+    ]
+    return {"type": "RichTextBlock", "inlines": inlines}
+
+
+BOLD = {"weight": "Bolder"}
+
+
 def card(out: Outgoing, *, resolved: bool = False) -> dict[str, Any]:
     """The message envelope with one Adaptive Card (1.4)."""
     req = out.request
-    body: list[dict[str, Any]] = [
-        {
-            "type": "TextBlock",
-            "text": message.title(req, "prompt" if resolved else out.kind),
-            "weight": "Bolder",
-            "size": "Medium",
-            "wrap": True,
-        }
-    ]
+    title = message.title(req, "prompt" if resolved else out.kind)
+    body: list[dict[str, Any]] = [plain((title, {**BOLD, "size": "Medium"}))]
     if resolved:
-        body.append({"type": "TextBlock", "text": message.outcome(req), "wrap": True})
-    text = message.question(req) or "\n\n".join(message.call_lines(req, out.redact))
-    if text:
-        body.append({"type": "TextBlock", "text": cut(text, 4000), "wrap": True})
+        body.append(plain(message.outcome(req)))
+    question = message.question(req)
+    if question:
+        body.append(plain(cut(question, 4000)))
+    else:
+        body += [plain(cut(line, 4000)) for line in message.call_lines(req, out.redact)]
     facts = [
-        {"title": "Agent", "value": req.agent or "—"},
-        {"title": "For", "value": req.principal.id},
-        {"title": "Thread", "value": req.thread},
-        {"title": "Expires", "value": message.expires_in(req)},
-        {"title": "Request", "value": req.id},
+        ("Agent", inert(req.agent or "—")),
+        ("For", inert(req.principal.id)),
+        ("Thread", inert(req.thread)),
+        ("Expires", message.expires_in(req)),
+        ("Request", req.id),
     ]
-    body.append({"type": "FactSet", "facts": facts})
+    body += [plain((f"{name}: ", BOLD), value) for name, value in facts]
     actions = []
     if out.page_url:
         title = "Open" if resolved else "Review & decide"

@@ -106,7 +106,7 @@ def payload(req: ApprovalRequest, event: str, out: Outgoing) -> dict[str, Any]:
             "resolved_by": call.resolved_by,
             "message": call.message,
         }
-        if call.resolution == "edited":
+        if call.action.args != action.args:  # edited, maybe still waiting for a quorum
             entry["edited_args"] = out.redact.value(call.action.args)
         calls.append(entry)
     data: dict[str, Any] = {

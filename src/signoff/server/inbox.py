@@ -189,9 +189,10 @@ def _decision_from_form(
         decision["scope"] = "thread"
     if kind == "edit":
         try:
-            action, cfg = req.action_request(call_id), req.config(call_id)
+            action, cfg = req.call(call_id).action, req.config(call_id)
         except KeyError:
             return decision  # the gate names the unknown call id
+        # An edit starts from what would run now (a quorum's earlier edit included).
         args = parse_edit(action.args, cfg, form, state.settings.ui.redactor())
         decision["edited_action"] = {"name": action.name, "args": args}
     return decision

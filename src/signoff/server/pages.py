@@ -2,6 +2,8 @@
 
 No inline script or style anywhere, so the Content-Security-Policy can forbid them: an
 argument value that smuggles markup is escaped by Jinja2 and could not run even if not.
+Every ``{{ value }}`` is also made inert before it is escaped (:func:`shown`), so a bidi
+override cannot reverse what an approver reads.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.templating import Jinja2Templates
+
+from signoff.model.text import inert
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -40,10 +45,20 @@ def make_templates() -> Jinja2Templates:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=shown,
     )
     env.filters["iso"] = _iso
     env.filters["when"] = _when
     return Jinja2Templates(env=env)
+
+
+def shown(value: Any) -> Any:
+    """What a template prints of ``value``: text with control, bidi and invisible characters
+    made visible (line breaks kept: HTML folds them, and ``<pre>`` needs them); markup we
+    built ourselves (``Markup``) and non-text values unchanged. Jinja2 escapes after this."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return inert(value, keep_newlines=True)
+    return value
 
 
 def _iso(value: datetime | None) -> str:

@@ -2,6 +2,10 @@
 
 Pure functions from an :class:`ApprovalRequest` and the viewer to plain data for the
 templates, so the templates stay logic-free and the rules live in one testable place.
+
+The arguments shown are the ones that will run (``calls[i].action``): after an edit, the
+edited ones, with what the edit changed and the original next to them. Edit fields start
+from them too, so a second approver edits what the first one left.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from signoff.model import ApprovalRequest, CallState, ReviewConfig
+from signoff.model.text import ABSENT, changed_args, inert
 from signoff.server.access import decidable_calls, self_approval_only_reject
 from signoff.server.identity import Identity
 
@@ -53,6 +58,15 @@ class EditField:
 
 
 @dataclass
+class ArgChangeView:
+    """One argument an edit changed, as shown (JSON, secrets redacted)."""
+
+    name: str
+    before: str
+    after: str
+
+
+@dataclass
 class CallView:
     id: str
     tool: str
@@ -73,6 +87,8 @@ class CallView:
     thread_ok: bool
     error: str | None = None
     edit_error: str | None = None
+    changes: list[ArgChangeView] = field(default_factory=list)  # empty unless edited
+    original_json: str = ""  # the arguments as first requested, when edited
 
 
 @dataclass
@@ -97,7 +113,8 @@ def present(
     calls = []
     for action, cfg, state in zip(req.action_requests, req.review_configs, req.calls, strict=True):
         allowed = _allowed(who, req, cfg, state.tool_call_id) if state.tool_call_id in mine else []
-        fields = _edit_fields(action.args, cfg, secret_key) if "edit" in allowed else []
+        runs = state.action.args
+        fields = _edit_fields(runs, cfg, secret_key) if "edit" in allowed else []
         view = CallView(
             id=state.tool_call_id,
             tool=action.name,
@@ -105,7 +122,7 @@ def present(
             rule=action.rule,
             reason=action.reason,
             risk=action.risk,
-            args_json=pretty(redact(action.args, secret_key)),
+            args_json=pretty(redact(runs, secret_key)),
             resolution=state.resolution,
             by=state.resolved_by,
             at=state.resolved_at,
@@ -116,7 +133,10 @@ def present(
             allowed=allowed,
             fields=fields,
             thread_ok=cfg.allow_thread_approval and cfg.approvers.quorum == 1,
+            changes=arg_changes(action.args, runs, secret_key),
         )
+        if view.changes:
+            view.original_json = pretty(redact(action.args, secret_key))
         if error is not None and error[0] == state.tool_call_id:
             _attach_error(view, error[1], error[2], posted or {})
         calls.append(view)
@@ -129,6 +149,23 @@ def present(
         choices=list(inquiry.choices or []) if inquiry else [],
         default_answer=inquiry.default_answer if inquiry else None,
     )
+
+
+def arg_changes(
+    before: dict[str, Any], after: dict[str, Any], secret_key: re.Pattern[str] | None
+) -> list[ArgChangeView]:
+    """What an edit changed, each side as compact JSON with secrets redacted."""
+
+    def side(name: str, value: Any) -> str:
+        if value is ABSENT:
+            return "(absent)"
+        shown = redact({name: value}, secret_key)[name]
+        return json.dumps(shown, ensure_ascii=False, default=str)
+
+    return [
+        ArgChangeView(c.name, side(c.name, c.before), side(c.name, c.after))
+        for c in changed_args(before, after)
+    ]
 
 
 def _allowed(who: Identity, req: ApprovalRequest, cfg: ReviewConfig, call_id: str) -> list[str]:
@@ -211,23 +248,27 @@ def _field(
         attrs["step"] = "any"
     if isinstance(spec.get("pattern"), str) and kind == "text":
         attrs["pattern"] = spec["pattern"]
-    if secret:
-        shown = ""
-    elif kind == "json":
-        shown = json.dumps(value, ensure_ascii=False)
-    elif value is None:
-        shown = ""
-    else:
-        shown = str(value) if not isinstance(value, bool) else ""
     return EditField(
         name=name,
         kind=kind,
-        value=shown,
+        value="" if secret else field_text(kind, value),
         checked=value is True,
         secret=secret,
         choices=[str(c) for c in spec.get("enum", [])] if kind == "choice" else [],
         attrs=attrs,
     )
+
+
+def field_text(kind: FieldKind, value: Any) -> str:
+    """An argument as its form field shows it: inert, on one line (a text input would drop a
+    line break). A field sent back unchanged keeps the original value (see parse_edit)."""
+    if kind == "json":
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    elif value is None or isinstance(value, bool):
+        text = ""
+    else:
+        text = str(value)
+    return inert(text)
 
 
 class FieldError(ValueError):
@@ -242,10 +283,12 @@ def parse_edit(
     form: dict[str, str],
     secret_key: re.Pattern[str] | None,
 ) -> dict[str, Any]:
-    """The edited arguments from the form: the original ones with editable fields replaced.
+    """The edited arguments from the form: ``args`` (those that would run now) with editable
+    fields replaced.
 
     Types come from the server's own knowledge (schema, original value), never from hidden
-    form fields. A blank secret field keeps the original value.
+    form fields. A blank secret field keeps the original value, and so does a field sent
+    back exactly as shown (its shown form may differ from the value: see field_text).
     """
     edited = dict(args)
     props = (cfg.args_schema or {}).get("properties", {})
@@ -262,6 +305,8 @@ def parse_edit(
         raw = form[key]
         if raw == "" and (name not in args or (secret_key and secret_key.search(name))):
             continue  # left blank: an absent argument stays absent, a secret keeps its value
+        if name in args and raw == field_text(kind, args[name]):
+            continue  # unchanged: keep the value itself, not its shown form
         edited[name] = _parse(name, kind, raw)
     return edited
 
