@@ -270,7 +270,7 @@ def _decision(
     else:
         editable = list(action.args) if cfg.editable_args == "*" else list(cfg.editable_args)
         for name in editable:
-            raw = Prompt.ask(f"{name}", default=json.dumps(args.get(name)))
+            raw = Prompt.ask(render.line(name), default=json.dumps(args.get(name)))
             try:
                 args[name] = json.loads(raw)
             except json.JSONDecodeError:
