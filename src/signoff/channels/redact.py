@@ -10,11 +10,11 @@ invisible characters visible: :func:`signoff.model.text.inert`) before it is cut
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from signoff.model.text import ABSENT, changed_args, inert
+from signoff.policy.regex import compile_any
 
 if TYPE_CHECKING:
     from signoff.policy import Policy
@@ -40,9 +40,9 @@ class Redactor:
     """Redacts secret-looking keys and shortens values for messages."""
 
     def __init__(self, keys: tuple[str, ...] | list[str] = DEFAULT_REDACT_KEYS) -> None:
-        self.pattern = (
-            re.compile("|".join(f"(?:{k})" for k in keys), re.IGNORECASE) if keys else None
-        )
+        # RE2 (linear time): the names matched are the agent's. A bad pattern raises
+        # RegexError naming it; `signoff policy check` reports it as ui.redact_keys[i].
+        self.pattern = compile_any(keys, ignore_case=True) if keys else None
 
     @classmethod
     def from_policy(cls, policy: Policy) -> Redactor:

@@ -18,6 +18,7 @@ from typing import Any
 from signoff.model import CallContext, ToolCall
 from signoff.policy.fields import EvalError, FieldSyntaxError, Getter, Missing, compile_field, kind
 from signoff.policy.rates import RateBy, RateCounter, compile_rate
+from signoff.policy.regex import Regex, RegexError, ascii_classes, compile_regex, shown
 from signoff.policy.source import LoadError, Loc, Problems
 from signoff.policy.timewindow import TIME_KEYS, compile_time_window
 
@@ -32,6 +33,7 @@ OPERATORS = (
 )  # fmt: skip
 COMBINATORS = ("any", "all", "not")
 ROLES_OPERATORS = ("contains", "exists")
+REGEX_OPERATORS = ("matches", "not_matches")
 _SCALAR_KINDS = ("str", "number", "bool")
 
 
@@ -46,6 +48,7 @@ class CondCompiler:
     problems: Problems
     directory_roles: Mapping[str, frozenset[str]]
     rate_windows: list[tuple[RateBy, float]] = field(default_factory=list)
+    rule_id: str | None = None  # the rule being compiled, named in regex errors
 
     def when(self, data: object, loc: Loc) -> Cond | None:
         """The condition for a ``when`` mapping, or None if it had errors (already reported)."""
@@ -132,13 +135,31 @@ class CondCompiler:
                 self.problems.add_error(exc)
                 ok = False
             except (OperandError, FieldSyntaxError) as exc:
-                self.problems.add(loc.key(op), str(exc))
+                self.problems.add(loc.key(op), self._in_rule(str(exc), op))
                 ok = False
+            else:
+                if op in REGEX_OPERATORS:
+                    self._warn_ascii(operand, loc.key(op))
         exists = ops.get("exists")
         if "exists" in ops and not isinstance(exists, bool):
             self.problems.add(loc.key("exists"), f"exists needs true or false, got {exists!r}")
             return None
         return _field_cond(get, checks, exists) if ok else None
+
+    def _in_rule(self, message: str, op: str) -> str:
+        if op not in REGEX_OPERATORS or self.rule_id is None:
+            return message
+        return f"rule {self.rule_id!r}: {message}"
+
+    def _warn_ascii(self, pattern: str, loc: Loc) -> None:
+        classes = ascii_classes(pattern)
+        if classes:
+            message = (
+                f"{', '.join(classes)} in {shown(pattern)} match ASCII only (RE2; Python's re "
+                "matched Unicode letters, digits and spaces too); write the set you mean, "
+                r"e.g. [A-Za-z0-9_] or [\p{L}\p{N}_] (docs/policy.md, Regular expressions)"
+            )
+            self.problems.warn(loc, self._in_rule(message, "matches"))
 
 
 # ---------------------------------------------------------------- combinators
@@ -394,23 +415,23 @@ def _build_glob(name: str, operand: object, _: object) -> Check:
     return _text_check("glob", name, lambda v: rx.match(v) is not None)
 
 
-def _regex(op: str, operand: object) -> re.Pattern[str]:
+def _regex(op: str, operand: object) -> Regex:
     if not isinstance(operand, str):
         raise OperandError(f"{op} needs a regular expression string, got {operand!r}")
     try:
-        return re.compile(operand)
-    except re.error as exc:
-        raise OperandError(f"bad regular expression {operand!r}: {exc}") from None
+        return compile_regex(operand)
+    except RegexError as exc:
+        raise OperandError(str(exc)) from None
 
 
 def _build_matches(name: str, operand: object, _: object) -> Check:
-    rx = _regex("matches", operand)
-    return _text_check("matches", name, lambda v: rx.search(v) is not None)
+    search = _regex("matches", operand).search
+    return _text_check("matches", name, search)
 
 
 def _build_not_matches(name: str, operand: object, _: object) -> Check:
-    rx = _regex("not_matches", operand)
-    return _text_check("not_matches", name, lambda v: rx.search(v) is None)
+    search = _regex("not_matches", operand).search
+    return _text_check("not_matches", name, lambda v: not search(v))
 
 
 def _build_eq_field(

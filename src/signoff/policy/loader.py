@@ -344,6 +344,7 @@ class _Builder:
                 "not supported in version 1 (reserved for the optional CEL extension); use when:",
             )
         kind = self._decision(data.get("decision"), loc.key("decision"), required=True)
+        self.conds.rule_id = rule_id
         test = self.conds.when(data["when"], loc.key("when")) if "when" in data else ALWAYS
         reason = self._reason(data, loc)
         if kind == "deny" and "reason" not in data:

@@ -18,6 +18,7 @@ from typing import Any
 
 from signoff.model import ApprovalRequest, CallState, ReviewConfig
 from signoff.model.text import ABSENT, changed_args, inert
+from signoff.policy.regex import Regex
 from signoff.server.access import decidable_calls, self_approval_only_reject
 from signoff.server.identity import Identity
 
@@ -25,7 +26,7 @@ REDACTED = "••••••"
 FieldKind = str  # "text" | "integer" | "number" | "boolean" | "json" | "choice"
 
 
-def redact(value: Any, secret_key: re.Pattern[str] | None) -> Any:
+def redact(value: Any, secret_key: Regex | None) -> Any:
     """A copy of ``value`` with the values of secret-looking keys replaced."""
     if secret_key is None:
         return value
@@ -104,7 +105,7 @@ class RequestPage:
 def present(
     req: ApprovalRequest,
     who: Identity,
-    secret_key: re.Pattern[str] | None,
+    secret_key: Regex | None,
     error: tuple[str | None, str | None, str] | None = None,
     posted: dict[str, str] | None = None,
 ) -> RequestPage:
@@ -152,7 +153,7 @@ def present(
 
 
 def arg_changes(
-    before: dict[str, Any], after: dict[str, Any], secret_key: re.Pattern[str] | None
+    before: dict[str, Any], after: dict[str, Any], secret_key: Regex | None
 ) -> list[ArgChangeView]:
     """What an edit changed, each side as compact JSON with secrets redacted."""
 
@@ -195,7 +196,7 @@ def _attach_error(
 
 
 def _edit_fields(
-    args: dict[str, Any], cfg: ReviewConfig, secret_key: re.Pattern[str] | None
+    args: dict[str, Any], cfg: ReviewConfig, secret_key: Regex | None
 ) -> list[EditField]:
     names = list(args) if cfg.editable_args == "*" else list(cfg.editable_args)
     props = (cfg.args_schema or {}).get("properties", {})
@@ -228,9 +229,7 @@ def field_kind(value: Any, spec: dict[str, Any]) -> FieldKind:
     return "json"
 
 
-def _field(
-    name: str, value: Any, spec: dict[str, Any], secret_key: re.Pattern[str] | None
-) -> EditField:
+def _field(name: str, value: Any, spec: dict[str, Any], secret_key: Regex | None) -> EditField:
     kind = field_kind(value, spec)
     secret = bool(secret_key and secret_key.search(name))
     attrs: dict[str, str] = {}
@@ -281,7 +280,7 @@ def parse_edit(
     args: dict[str, Any],
     cfg: ReviewConfig,
     form: dict[str, str],
-    secret_key: re.Pattern[str] | None,
+    secret_key: Regex | None,
 ) -> dict[str, Any]:
     """The edited arguments from the form: ``args`` (those that would run now) with editable
     fields replaced.
