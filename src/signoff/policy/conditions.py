@@ -156,7 +156,7 @@ class CondCompiler:
         if classes:
             message = (
                 f"{', '.join(classes)} in {shown(pattern)} match ASCII only (RE2; Python's re "
-                "matched Unicode letters, digits and spaces too); write the set you mean, "
+                "matched Unicode letters and digits too); write the set you mean, "
                 r"e.g. [A-Za-z0-9_] or [\p{L}\p{N}_] (docs/policy.md, Regular expressions)"
             )
             self.problems.warn(loc, self._in_rule(message, "matches"))

@@ -11,8 +11,9 @@ a pattern that goes on matching after a ``$`` can tell), ``\\Z`` is the very end
 ``{0,n}``, ``\\s`` includes ``\\v``, ``[\\b]`` is a backspace, and ``\\uXXXX``,
 ``\\UXXXXXXXX`` and ``\\N{name}`` name characters.
 What RE2 cannot do (backreferences, lookaround, atomic groups, possessive quantifiers,
-verbose mode) is refused at load with a hint. ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are
-ASCII-only in RE2 (Unicode in Python): :func:`ascii_classes` finds them so the loader warns.
+verbose mode) is refused at load with a hint. ``\\w``, ``\\d`` and ``\\b`` are ASCII-only in
+RE2 (Unicode in Python): :func:`ascii_classes` finds them so the loader warns. (``\\s`` is
+Python's ASCII whitespace; only Unicode spaces such as U+00A0 differ, rare enough not to warn.)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import re2  # type: ignore[import-untyped]
 
 SYNTAX_URL = "https://github.com/google/re2/wiki/Syntax"
 _UNANCHORED = re2._re2.RE2.Anchor.UNANCHORED
-_ASCII_CLASSES = frozenset("wWdDsSbB")
+_ASCII_CLASSES = frozenset("wWdDbB")
 _FLAG_CHARS = frozenset("imsuxaLU-")
 _UPPER_ONLY = re.compile(r"\{,[0-9]*\}")  # {,n} and {,}
 _SPACE = {  # Python's ASCII whitespace is \t \n \v \f \r and space: \t-\r plus " "
@@ -69,6 +70,9 @@ class Regex:
         data = text.encode("utf-8", "surrogatepass")
         return self._core.Match(_UNANCHORED, data, 0, len(data))[0][0] >= 0
 
+    def __deepcopy__(self, memo: dict[int, object]) -> Regex:
+        return self  # immutable (and the RE2 object cannot be copied)
+
 
 def compile_regex(pattern: str, *, ignore_case: bool = False) -> Regex:
     """Compile ``pattern`` (Python syntax, see the module docstring) with RE2.
@@ -96,7 +100,7 @@ def compile_any(patterns: Sequence[str], *, ignore_case: bool = False) -> Regex:
 
 
 def ascii_classes(pattern: str) -> list[str]:
-    """The classes in ``pattern`` whose meaning is ASCII-only in RE2 (``\\w``, ``\\b``, …)."""
+    """The classes in ``pattern`` that are ASCII-only in RE2, Unicode in Python (``\\w``, …)."""
     return list(_Scanner(pattern).run().ascii)
 
 
