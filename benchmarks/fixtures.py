@@ -38,6 +38,8 @@ POLICY_YAML = textwrap.dedent(
         default: allow
       get_price_async:
         default: allow
+      get_price_typed:
+        default: allow
       delete_record:
         description: "Delete {args.table} #{args.record_id} in {args.environment}"
         default: allow

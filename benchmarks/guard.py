@@ -1,4 +1,6 @@
-"""``@gate.guard`` overhead on an allowed call: guarded vs bare function, sync and async.
+"""``@gate.guard`` overhead on an allowed call: guarded vs bare function, sync and async, and
+a function taking Python values (``datetime``, ``Decimal``) whose JSON form the limits stage
+proves faithful on every call (round trip through the signature).
 
 The gate uses a real :class:`SQLiteStore` (``synchronous=FULL``) in a temporary directory.
 Each allowed call queues an ``allowed`` audit event for the store's batched writer, which
@@ -16,6 +18,8 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +33,10 @@ TARGET_US = 25.0
 TARGETS = [
     Target("sync.overhead_us", "<=", TARGET_US, "µs/call"),
     Target("async.overhead_us", "<=", TARGET_US, "µs/call"),
+    Target("typed.overhead_us", "<=", TARGET_US, "µs/call"),
 ]
+WHEN = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+PRICE = Decimal("101.25")
 
 
 def get_price(symbol: str, currency: str = "USD") -> float:
@@ -38,6 +45,18 @@ def get_price(symbol: str, currency: str = "USD") -> float:
 
 async def aget_price(symbol: str, currency: str = "USD") -> float:
     return 101.25
+
+
+def get_price_typed(symbol: str, at: datetime, limit: Decimal) -> float:
+    return 101.25
+
+
+def _typed_batch(fn: Callable[..., float], n: int) -> Callable[[], None]:
+    def run_batch() -> None:
+        for _ in range(n):
+            fn(symbol="MSFT", at=WHEN, limit=PRICE)
+
+    return run_batch
 
 
 def _sync_batch(fn: Callable[..., float], n: int) -> Callable[[], None]:
@@ -118,8 +137,10 @@ def run(quick: bool) -> dict[str, Any]:
         gate.start()  # opens the store, so its batched audit writer runs during the timing
         guarded = gate.guard(get_price)
         aguarded = gate.guard(aget_price, name="get_price_async")
+        tguarded = gate.guard(get_price_typed)
         sync_calls = 1 + (batches + warmup) * per_batch
         async_calls = (batches + warmup) * per_batch
+        typed_calls = (batches + warmup) * per_batch
         with use_context(fixtures.agent_context(gate.policy)):
             if guarded(symbol="MSFT") != get_price(symbol="MSFT"):
                 raise AssertionError("the guarded function returned something else")
@@ -141,13 +162,29 @@ def run(quick: bool) -> dict[str, Any]:
                 )
             )
             async_cpu = _flushed_cpu_us(store, cpu, async_calls)
+            cpu = time.process_time()
+            typed_t = interleaved_batches(
+                {
+                    "guarded": _typed_batch(tguarded, per_batch),
+                    "bare": _typed_batch(get_price_typed, per_batch),
+                },
+                calls_per_batch=per_batch,
+                batches=batches,
+                warmup_batches=warmup,
+            )
+            typed_cpu = _flushed_cpu_us(store, cpu, typed_calls)
         stats = store.stats()
         gate.close()
         audited = {
             "get_price": _audit_rows(db, "get_price"),
             "get_price_async": _audit_rows(db, "get_price_async"),
+            "get_price_typed": _audit_rows(db, "get_price_typed"),
         }
-    expected = {"get_price": sync_calls, "get_price_async": async_calls}
+    expected = {
+        "get_price": sync_calls,
+        "get_price_async": async_calls,
+        "get_price_typed": typed_calls,
+    }
     if audited != expected:
         raise AssertionError(f"audit rows {audited} do not match guarded calls {expected}")
     result: dict[str, Any] = {
@@ -158,6 +195,7 @@ def run(quick: bool) -> dict[str, Any]:
         ),
         "sync": {**_summary(sync_t), "cpu_us_per_guarded_call": sync_cpu},
         "async": {**_summary(async_t), "cpu_us_per_guarded_call": async_cpu},
+        "typed": {**_summary(typed_t), "cpu_us_per_guarded_call": typed_cpu},
         "guarded_calls": expected,
         "allowed_audit_rows_written": audited,
         "audit_batches": stats.get("audit_batches"),
@@ -167,11 +205,14 @@ def run(quick: bool) -> dict[str, Any]:
 
 def rows(result: dict[str, Any]) -> list[Row]:
     out = []
-    for variant, target in zip(("sync", "async"), TARGETS, strict=True):
+    labels = {"sync": "sync", "async": "async", "typed": "sync, datetime + Decimal args"}
+    for variant, target in zip(("sync", "async", "typed"), TARGETS, strict=True):
+        if variant not in result:
+            continue
         r = result[variant]
         out.append(
             Row(
-                f"guard: overhead on an allowed call ({variant})",
+                f"guard: overhead on an allowed call ({labels[variant]})",
                 f"{fmt(r['overhead_us'], 'µs')}",
                 f"≤ {TARGET_US:g} µs: {mark(result['targets_met'][target.describe()])}",
                 f"guarded p99 {fmt(r['guarded_us']['p99'], 'µs')}, mean "

@@ -18,13 +18,14 @@ long. It is cut to ``max_text_chars`` with a visible marker (:func:`clip_text`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, PydanticSchemaGenerationError, TypeAdapter
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from signoff.model import InvalidInput
@@ -85,36 +86,61 @@ class _Walk:
         self.chars = 0
 
     def value(self, v: Any, path: str, depth: int) -> None:
-        if isinstance(v, str):
+        t = type(v)  # exact types first: isinstance against ABCs costs more than the walk
+        if t is str:
             self.chars += len(v) + 2
-        elif isinstance(v, bool) or v is None:
+        elif t is int:
+            self._int(v, path)
+        elif t is float:
+            self._float(v, path)
+        elif t is bool or v is None:
+            self.chars += 5
+        elif t is dict:
+            self._mapping(v, path, depth)
+        elif t is list or t is tuple:
+            self._sequence(v, path, depth)
+        elif isinstance(v, str):
+            self.chars += len(v) + 2
+        elif isinstance(v, bool):
             self.chars += 5
         elif isinstance(v, int):
-            if not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
-                raise InvalidInput(
-                    "integer outside ±(2**53 − 1), which JSON readers round; "
-                    "pass large numbers as strings",
-                    field=path,
-                )
-            self.chars += 20
+            self._int(v, path)
         elif isinstance(v, float):
-            if not math.isfinite(v):
-                raise InvalidInput(f"{v} is not a number JSON can carry", field=path)
-            self.chars += 24
+            self._float(v, path)
         elif isinstance(v, Mapping):
-            self._depth(depth + 1, path)
-            for key, item in v.items():
-                if not isinstance(key, str):
-                    raise InvalidInput(f"object key {key!r} is not a string", field=path)
-                self.chars += len(key) + 4
-                self.value(item, f"{path}.{key}", depth + 1)
+            self._mapping(v, path, depth)
         elif isinstance(v, list | tuple):
-            self._depth(depth + 1, path)
-            for i, item in enumerate(v):
-                self.chars += 1
-                self.value(item, f"{path}.{i}", depth + 1)
+            self._sequence(v, path, depth)
         else:
             raise _Foreign(path)
+
+    def _int(self, v: int, path: str) -> None:
+        if not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+            raise InvalidInput(
+                "integer outside ±(2**53 − 1), which JSON readers round; "
+                "pass large numbers as strings",
+                field=path,
+            )
+        self.chars += 20
+
+    def _float(self, v: float, path: str) -> None:
+        if not math.isfinite(v):
+            raise InvalidInput(f"{v} is not a number JSON can carry", field=path)
+        self.chars += 24
+
+    def _mapping(self, v: Mapping[Any, Any], path: str, depth: int) -> None:
+        self._depth(depth + 1, path)
+        for key, item in v.items():
+            if type(key) is not str and not isinstance(key, str):
+                raise InvalidInput(f"object key {key!r} is not a string", field=path)
+            self.chars += len(key) + 4
+            self.value(item, f"{path}.{key}", depth + 1)
+
+    def _sequence(self, v: list[Any] | tuple[Any, ...], path: str, depth: int) -> None:
+        self._depth(depth + 1, path)
+        for i, item in enumerate(v):
+            self.chars += 1
+            self.value(item, f"{path}.{i}", depth + 1)
 
     def _depth(self, depth: int, path: str) -> None:
         if depth > self.limits.max_json_depth:
@@ -168,44 +194,72 @@ def check_args(
     model: type[BaseModel] | None = None,
 ) -> None:
     """Like :func:`check_json`, but Python values are accepted when ``model`` (the tool's
-    signature) proves them faithful: their JSON form, validated back, gives an equal value."""
-    try:
-        _measure(args, limits, field)
-    except _Foreign:
-        if model is None:
-            check_json(args, limits, field)  # raises, naming the foreign value
-            return
-        check_json(faithful_json(args, model, field), limits, field)
+    signature) proves them faithful: their JSON form, validated back, gives an equal value.
+
+    Plain JSON arguments cost one walk; only arguments that are not JSON are round-tripped.
+    """
+    if model is None:
+        check_json(args, limits, field)
+        return
+    walk = _Walk(limits)
+    walk._depth(1, field)
+    shown: dict[str, Any] = {}
+    for key, value in args.items():
+        path = f"{field}.{key}"
+        walk.chars += len(key) + 4
+        try:
+            walk.value(value, path, 1)
+        except _Foreign:
+            converted = _round_trip(model, key, value, path)
+            walk.value(converted, path, 1)  # a converted value is JSON: no _Foreign here
+            shown[key] = converted
+        except RecursionError:
+            raise InvalidInput("nested too deeply", field=path) from None
+    if walk.chars * 4 > limits.max_args_bytes:
+        size = canonical_size({**args, **shown})
+        if size > limits.max_args_bytes:
+            raise InvalidInput(
+                f"{size} bytes as JSON, over limits.max_args_bytes ({limits.max_args_bytes})",
+                field=field,
+            )
 
 
 def faithful_json(args: Mapping[str, Any], model: type[BaseModel], field: str) -> dict[str, Any]:
-    """The JSON form approvers are shown, if validating it back through ``model`` reproduces
-    every argument; else :class:`InvalidInput` naming the argument."""
-    shown: dict[str, Any] = {}
-    for key, value in args.items():
-        try:
-            shown[key] = to_jsonable_python(value)
-        except (PydanticSerializationError, ValueError, TypeError):
-            raise InvalidInput(
-                f"a {type(value).__name__} has no JSON form; approvers could not see it",
-                field=f"{field}.{key}",
-            ) from None
+    """Every argument's JSON form (what approvers are shown), if each validates back through
+    ``model`` to an equal value; else :class:`InvalidInput` naming the argument."""
+    return {k: _round_trip(model, k, v, f"{field}.{k}") for k, v in args.items()}
+
+
+def _round_trip(model: type[BaseModel], key: str, value: Any, path: str) -> Any:
     try:
-        back = model.model_validate(shown)
+        shown = to_jsonable_python(value)
+    except (PydanticSerializationError, ValueError, TypeError):
+        raise InvalidInput(
+            f"a {type(value).__name__} has no JSON form; approvers could not see it",
+            field=path,
+        ) from None
+    try:
+        again = _adapter(model, key).validate_python(shown)
     except Exception:
-        back = None
-    for key, value in args.items():
-        again = getattr(back, key, _MISSING) if back is not None else _MISSING
-        if again is _MISSING and back is not None and key not in model.model_fields:
-            again = (back.model_extra or {}).get(key, _MISSING)
-        if not _equal(again, value):
-            raise InvalidInput(
-                f"a {type(value).__name__} would be shown as {_preview(shown.get(key))} but "
-                "that does not give the same value back; pass a type the signature "
-                "declares (or JSON data)",
-                field=f"{field}.{key}",
-            )
+        again = _MISSING
+    if not _equal(again, value):
+        raise InvalidInput(
+            f"a {type(value).__name__} would be shown as {_preview(shown)} but that does not "
+            "give the same value back; pass a type the signature declares (or JSON data)",
+            field=path,
+        )
     return shown
+
+
+@functools.lru_cache(maxsize=1024)
+def _adapter(model: type[BaseModel], key: str) -> TypeAdapter[Any]:
+    """How ``model`` validates argument ``key`` (``Any`` for ``**kwargs`` extras)."""
+    info = model.model_fields.get(key)
+    annotation: Any = Any if info is None or info.annotation is None else info.annotation
+    try:
+        return TypeAdapter(annotation)
+    except PydanticSchemaGenerationError:  # a plain class in the signature: compare by ==
+        return TypeAdapter(annotation, config=ConfigDict(arbitrary_types_allowed=True))
 
 
 _MISSING = object()

@@ -246,8 +246,30 @@ class Pipeline:
         return state.verdict
 
 
-def default_pipeline(policy: Policy, rates: RateCounter, limits: Limits) -> Pipeline:
-    """limits → schema → validators → policy: what every gate checks."""
+class AuditHealthStage:
+    """An allowed call must not run unrecorded: while the store's batched audit writer is
+    failing, allowed calls are denied (rule ``audit_unavailable``) until a write succeeds."""
+
+    name = "audit"
+
+    def __init__(self, policy: Policy, store: Store) -> None:
+        self.policy = policy
+        self.store = store
+
+    def __call__(self, state: CheckState) -> None:
+        if state.verdict is None or not state.verdict.allowed:
+            return
+        failure = self.store.audit_failure()
+        if failure is not None:
+            state.verdict = Verdict.deny(
+                "audit_unavailable",
+                f"the audit log cannot be written ({failure}); nothing runs unrecorded",
+                policy_hash=self.policy.short_hash,
+            )
+
+
+def default_pipeline(policy: Policy, rates: RateCounter, limits: Limits, store: Store) -> Pipeline:
+    """limits → schema → validators → policy → audit health: what every gate checks."""
     return Pipeline(
         policy,
         [
@@ -255,6 +277,7 @@ def default_pipeline(policy: Policy, rates: RateCounter, limits: Limits) -> Pipe
             SchemaStage(policy),
             ValidatorStage(policy),
             PolicyStage(policy, rates),
+            AuditHealthStage(policy, store),
         ],
     )
 

@@ -104,7 +104,7 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
         self.tools: dict[str, ToolInfo] = {}
         self.rates = RateWindows()
         self.limits = Limits.from_sections(policy.sections)
-        self.checks: Pipeline = default_pipeline(policy, self.rates, self.limits)
+        self.checks: Pipeline = default_pipeline(policy, self.rates, self.limits, self.store)
         if sweep_interval is None:
             sweep_interval = GateSettings.from_policy(policy).sweep_interval
         self.sweeper = Sweeper(self, sweep_interval)
@@ -114,6 +114,7 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
         self._started = False
         self._closed = False
         self._deliverer: asyncio.Future[None] | None = None
+        self._writable = False  # the store passed check_writable (once per gate)
         # Channels from the policy's ``channels:`` section plus those passed in (which win on
         # a name clash). In-process channels are called directly; messengers (Slack, email…)
         # go through the store's outbox, sent by the delivery worker.
@@ -187,6 +188,8 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
 
         Allowed and denied verdicts are audited through the batched writer when ``audit``.
         """
+        if not self._writable:
+            self._ensure_writable()
         ctx = ctx if ctx is not None else current_context()
         verdict = self.checks.run(call, ctx, self.tools.get(call.name), risk)
         if audit and not verdict.needs_approval:
@@ -202,6 +205,8 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
         audit: bool = True,
     ) -> Verdict:
         """Like :meth:`check`, including the asynchronous stages (e.g. intent judges)."""
+        if not self._writable:
+            await self.ensure_writable()
         ctx = ctx if ctx is not None else current_context()
         verdict = await self.checks.arun(call, ctx, self.tools.get(call.name), risk)
         if audit and not verdict.needs_approval:

@@ -223,7 +223,9 @@ def check_edit(gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, wher
                 field=f"{where}.edited_action.args",
             )
     ctx = request_context(req, gate.policy)
-    verdict = gate.check(ToolCall(original.name, edited.args, id=call_id), ctx, audit=False)
+    edited_call = ToolCall(original.name, edited.args, id=call_id)
+    # The pipeline itself, not Gate.check: this runs inside the store's write transaction.
+    verdict = gate.checks.run(edited_call, ctx, gate.tools.get(original.name), None)
     if verdict.denied:
         raise DecisionError(
             f"the edited call is denied by rule {verdict.rule}: {verdict.reason}; "

@@ -33,6 +33,23 @@ class Lifecycle:
     _started: bool
     _closed: bool
     _deliverer: asyncio.Future[None] | None
+    _writable: bool
+
+    def _ensure_writable(self) -> None:
+        """Sync form of :meth:`ensure_writable` (the first check of a gate). On the gate's own
+        loop thread it is left to the async path, which every submission takes."""
+        if not self._portal.on_loop():
+            self._portal.run(self.ensure_writable())
+
+    async def ensure_writable(self) -> None:
+        """Start the gate and prove once that its store takes writes: a read-only or full
+        store fails the first guarded call with a :class:`StoreError` naming the fix, instead
+        of allowed calls running while their audit rows are lost."""
+        if self._writable:
+            return
+        await self.astart()
+        await self._on_portal(self.store.check_writable())
+        self._writable = True
 
     def start(self) -> None:
         """Open the store and start the sweeper (done lazily by the first call that needs it)."""

@@ -84,7 +84,7 @@ async def submit_checked(
     if not review:
         return sub
     _check_stored_input(gate, review, ctx)
-    await gate.astart()
+    await gate.ensure_writable()
     ctx, truncated = _clip_context(ctx, gate.limits)
     request = build_request(gate, review, ctx, inquiry)
     event = _created_event(request, ctx)

@@ -34,6 +34,7 @@ class AuditBatcher:
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.batched_events = 0
+        self.error: str | None = None  # why the last batch failed; None once one succeeds
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -81,6 +82,7 @@ class AuditBatcher:
                 # event twice, which beats losing it.
                 self._queue.extendleft(reversed(batch))
                 raise
+            self.error = None
             self.batches += 1
             self.batched_events += len(batch)
 
@@ -105,7 +107,8 @@ class AuditBatcher:
                 await self.flush()
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as exc:
+                self.error = f"{type(exc).__name__}: {exc}"
                 log.exception(
                     "audit batch could not be written; will retry",
                     extra={"events": len(self._queue), "retry_in_s": delay},

@@ -161,6 +161,7 @@ class Statements:
     stored_calls: sql.Composed
     grants: sql.Composed
     append_audit: sql.Composed
+    check_writable: sql.Composed
     audit_chunk: sql.Composed
     audit_top: sql.Composed
     foreign_changes: sql.Composed
@@ -209,6 +210,7 @@ class Statements:
                 "WHERE thread = %s ORDER BY at"
             ),
             append_audit=q("SELECT {s}.audit_append(%s::json, %s)"),
+            check_writable=q("LOCK TABLE {s}.requests IN ROW EXCLUSIVE MODE"),
             audit_chunk=q(
                 f"SELECT {AUDIT_SELECT} FROM {{s}}.audit WHERE seq > %s ORDER BY seq LIMIT %s"
             ),

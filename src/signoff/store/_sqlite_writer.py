@@ -60,6 +60,7 @@ class WriterThread:
         self._ready: Future[None] = Future()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.lost_events = 0
+        self.audit_error: str | None = None  # why the last batch failed; None once one works
         self.batches = 0
         self.batched_events = 0
 
@@ -191,7 +192,8 @@ class WriterThread:
     def _flush_batch(self, conn: sqlite3.Connection, batch: list[AuditEvent], final: bool) -> None:
         try:
             self._write_batch(conn, batch)
-        except Exception:
+        except Exception as exc:
+            self.audit_error = f"{type(exc).__name__}: {exc}"
             if final:
                 self.lost_events += len(batch)
                 log.exception(
@@ -208,6 +210,7 @@ class WriterThread:
             self._retry_delay = min(self._retry_delay * 2, 5.0)  # e.g. a full disk: don't spin
             return
         self._retry_delay = self._interval
+        self.audit_error = None
         self.batches += 1
         self.batched_events += len(batch)
 
@@ -218,9 +221,11 @@ class WriterThread:
             return
         try:
             self._write_batch(conn, batch)
-        except BaseException:
+        except BaseException as exc:
+            self.audit_error = f"{type(exc).__name__}: {exc}"
             self._audit.extendleft(reversed(batch))
             self._arm(self._interval)
             raise
+        self.audit_error = None
         self.batches += 1
         self.batched_events += len(batch)

@@ -71,12 +71,15 @@ class RequestCounts:
 
 @dataclass(frozen=True, slots=True)
 class QuarantinedRequest:
-    """A request row the store cannot read, and why (see :mod:`signoff.store._quarantine`)."""
+    """A request row the store cannot read, and why (see :mod:`signoff.store._quarantine`).
+
+    ``quarantined_at`` is None for a row ``signoff db check`` found unreadable that no
+    store has marked yet (the check only reads)."""
 
     id: str
     thread: str
     status: str
-    quarantined_at: datetime
+    quarantined_at: datetime | None
     reason: str
 
     def to_json(self) -> dict[str, Any]:
@@ -84,7 +87,7 @@ class QuarantinedRequest:
             "id": self.id,
             "thread": self.thread,
             "status": self.status,
-            "quarantined_at": self.quarantined_at.isoformat(),
+            "quarantined_at": self.quarantined_at.isoformat() if self.quarantined_at else None,
             "reason": self.reason,
         }
 
@@ -120,7 +123,8 @@ class StoreCheck:
         self.items.append(CheckItem(name, ok, detail))
 
     def add_quarantine(self, rows: list[QuarantinedRequest]) -> None:
-        """The quarantine check: unhealthy while a quarantined request is still pending."""
+        """The quarantine check: unhealthy while a quarantined (or unreadable) request is
+        still pending."""
         self.quarantined = rows
         open_ids = [q.id for q in rows if q.status == "pending"]
         detail = (
@@ -253,6 +257,20 @@ class Store(Protocol):
 
     async def flush_audit(self) -> None:
         """Write every queued ``audit_nowait`` event before returning."""
+        ...
+
+    def audit_failure(self) -> str | None:
+        """Why the batched audit writer's last attempt failed; None while it works.
+
+        Read on the allow/deny hot path (no I/O): while it is set the gate denies allowed
+        calls (rule ``audit_unavailable``), because a call must not run unrecorded.
+        """
+        ...
+
+    async def check_writable(self) -> None:
+        """Raise :class:`StoreError` naming the store and the fix unless it can be written
+        (checked when a gate starts, so a read-only store fails the first call, not the
+        audit writer minutes later)."""
         ...
 
     async def read_audit(self, query: AuditQuery = AuditQuery()) -> list[AuditRecord]: ...

@@ -217,6 +217,12 @@ class MemoryStore(MemoryOutbox):
             raise StoreError(f"store {self.url} is closed; the audit event was not recorded")
         self._queued.append(event)  # chained on the next write, flush or read
 
+    def audit_failure(self) -> str | None:
+        return None
+
+    async def check_writable(self) -> None:
+        self._check_open()
+
     async def append_audit(self, events: list[AuditEvent]) -> None:
         with self._lock:
             self._check_open()

@@ -532,6 +532,7 @@ class PostgresStore:
     async def check(self) -> StoreCheck:
         """``signoff db check``: schema version, audit triggers, privileges, quarantined rows
         — read only, on a connection of its own (never migrates)."""
+
         async def run() -> StoreCheck:
             conn = await Connections(
                 self.dsn, min_size=1, max_size=1, timeout_s=self.timeout_s, direct=self.direct
@@ -676,6 +677,28 @@ class PostgresStore:
 
     async def flush_audit(self) -> None:
         await self._call(self._batcher.flush, write=True)
+
+    def audit_failure(self) -> str | None:
+        return self._batcher.error
+
+    async def check_writable(self) -> None:
+        """A write lock on the requests table proves INSERT/UPDATE privileges and a primary
+        (not a read-only standby), without writing anything."""
+
+        async def probe() -> None:
+            async with (
+                self._conn("checking the store is writable", write=True) as conn,
+                conn.transaction(),
+            ):
+                await conn.execute(self._sql.check_writable)
+
+        try:
+            await self._call(probe, write=True)
+        except StoreError as exc:
+            raise StoreError(
+                f"PostgreSQL store {redact(self.dsn)} is not writable: {exc}; connect as the "
+                "app role with the privileges in docs/deploy.md, to the primary"
+            ) from exc
 
     async def read_audit(self, query: AuditQuery = AuditQuery()) -> list[AuditRecord]:
         statement, args = _pg_sql.select_audit(self.schema, query)

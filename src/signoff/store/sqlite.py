@@ -597,6 +597,32 @@ class SQLiteStore:
         await self._ready()
         await asyncio.wrap_future(self._writer.flush())
 
+    def audit_failure(self) -> str | None:
+        return self._writer.audit_error
+
+    async def check_writable(self) -> None:
+        """Rewrite the header's user_version with its own value: a real write, no change."""
+
+        def probe(conn: sqlite3.Connection) -> None:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(f"PRAGMA user_version = {int(version)}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+        try:
+            await self._write(probe)
+        except (sqlite3.Error, StoreError) as exc:
+            raise StoreError(
+                f"the SQLite store {self.path} is not writable ({exc}); give this process "
+                f"write access to the file and its directory (WAL mode also writes "
+                f"{os.path.basename(self.path)}-wal and -shm there), or point store: at a "
+                "writable path"
+            ) from exc
+
     async def read_audit(self, query: AuditQuery = AuditQuery()) -> list[AuditRecord]:
         return await self._read(lambda c: rows.select_audit(c, query), "reading the audit log")
 
