@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from signoff.assemble import check_sections
+from signoff.checks.limits import Limits, check_json
 from signoff.cli import errors, render
 from signoff.gate import Gate
 from signoff.gate.core import resolve_config_path
@@ -25,6 +26,7 @@ from signoff.model import (
     ApprovalRequest,
     CallContext,
     DecisionError,
+    InvalidInput,
     NotFound,
     PolicyError,
     SignoffError,
@@ -167,6 +169,12 @@ def policy_explain(
     policy = load_policy(config)
     call_args = parse_json_object(args, "--args")
     ctx_fields = parse_json_object(context, "--context") if context else {}
+    limits = Limits.from_sections(policy.sections)
+    try:  # what the gate's first stage would refuse, refused here the same way
+        check_json(call_args, limits, "--args")
+        check_json(ctx_fields, limits, "--context")
+    except InvalidInput as exc:
+        fail(f"refused by limits: {exc}", 2)
     ctx = build_context(policy, principal, roles, ctx_fields)
     explanation = policy.explain(ToolCall(tool, call_args), ctx)
     if as_json:
