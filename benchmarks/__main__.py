@@ -27,6 +27,7 @@ from benchmarks import channels, cycles, guard, policy, resume, server
 from benchmarks import langchain as langchain_agents
 from benchmarks import mcp as mcp_proxy
 from benchmarks import postgres as postgres_replicas
+from benchmarks import regex as policy_regex
 from benchmarks.measure import Row, load_average
 
 
@@ -46,6 +47,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     b.name: b
     for b in (
         _entry("policy", policy, "Policy.evaluate µs/call vs a hand-written if chain"),
+        _entry("regex", policy_regex, "matches on RE2: worst patterns on 256 KiB, vs Python re"),
         _entry("guard", guard, "@gate.guard overhead on an allowed call, sync and async"),
         _entry("resume", resume, "decide -> waiting agent resumes, in-process and cross-process"),
         _entry("cycles", cycles, "create -> decide -> resume -> run cycles/s"),
