@@ -21,7 +21,8 @@ from signoff.model import (
     new_id,
     utcnow,
 )
-from signoff.model.resolution import apply_decisions
+from signoff.model.grants import Grant
+from signoff.model.resolution import apply_decisions, grant_created_event
 from signoff.store import Store
 
 Call = tuple[str, str, dict[str, Any]]  # (tool_call_id, tool name, args)
@@ -130,6 +131,51 @@ async def decide(
     return await store.update_request(
         request_id,
         lambda req: apply_decisions(req, list(decisions), approver_roles=roles, now=when),
+    )
+
+
+def make_grant(
+    *,
+    grant_id: str | None = None,
+    created_at: datetime | None = None,
+    ttl: timedelta = timedelta(hours=8),
+    **fields: Any,
+) -> Grant:
+    """A thread grant for ``deploy`` under rule ``prod-deploy``, 8 hours long."""
+    created = created_at or utcnow()
+    values: dict[str, Any] = {
+        "id": grant_id or new_id("grant"),
+        "tool": "deploy",
+        "rule": "prod-deploy",
+        "effect": "allow",
+        "scope": "thread",
+        "thread": "t-1",
+        "agent": "billing-bot",
+        "principal": "erin",
+        "when": {"args.version": {"startswith": "v"}},
+        "created_at": created,
+        "expires_at": created + ttl,
+        "created_by": "bob",
+        "reason": "release week",
+    }
+    values.update(fields)
+    return Grant(**values)
+
+
+async def grant_created(store: Store, **kw: Any) -> Grant:
+    """Create :func:`make_grant` (``kw``) with its ``grant_created`` event."""
+    grant = make_grant(**kw)
+    return await store.create_grant(grant, [grant_created_event(grant, grant.created_at)])
+
+
+def revoke_event(grant_id: str, by: str = "carol") -> AuditEvent:
+    return AuditEvent(event="grant_revoked", actor=by, data={"grant_id": grant_id})
+
+
+async def revoke_grant(store: Store, grant_id: str, by: str = "carol") -> Grant:
+    """Revoke now, as ``by``, with a ``grant_revoked`` event."""
+    return await store.revoke_grant(
+        grant_id, by=by, reason="done", now=utcnow(), events=[revoke_event(grant_id, by)]
     )
 
 

@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from signoff.model import utcnow
-from signoff.store._pg_schema import APP_GRANTS, SCHEMA_VERSION
+from signoff.store._pg_schema import _V1, APP_GRANTS, SCHEMA_VERSION
 from signoff.store.base import OutboxItem
 from signoff.store.postgres import PostgresStore
 from tests.store import pg_cluster
@@ -130,9 +130,14 @@ async def test_a_version_1_schema_gains_the_outbox_and_its_grants_on_upgrade(
                 "CREATE INDEX requests_due ON {}.requests (due_at) WHERE status = 'pending'"
             ).format(s)
         )
+        conn.execute(sql.SQL("DROP TABLE {0}.grants, {0}.grants_version").format(s))  # version 4's
+        (thread_grants,) = [x for x in _V1 if "TABLE {s}.thread_grants" in x]
+        conn.execute(sql.SQL(thread_grants).format(s=s))
         conn.execute(sql.SQL("DELETE FROM {}.schema_migrations WHERE version > 1").format(s))
-        for statement in APP_GRANTS:  # as granted by a version 1 signoff (no outbox then)
-            text = statement.replace(", {s}.outbox", "")
+        for statement in APP_GRANTS:  # as granted by a version 1 signoff (no outbox, grants)
+            text = statement.replace(", {s}.outbox", "").replace(
+                "{s}.grants, {s}.grants_version", "{s}.thread_grants"
+            )
             conn.execute(sql.SQL(text).format(s=s, role=sql.Identifier(role)))
 
     async with PostgresStore(pg_url, schema=schema) as owner:

@@ -372,17 +372,6 @@ async def test_failing_listener_does_not_undo_the_change(store: Store) -> None:
     assert current is not None and current.status == "resolved"
 
 
-# ---------------------------------------------------------------- thread grants
-async def test_thread_scoped_approval_is_stored_as_a_grant(store: Store) -> None:
-    request = await stored(store, thread="t-9")
-    await decide(store, request.id, decision(approver="alice", scope="thread"))
-    grants = await store.thread_grants("t-9")
-    assert [(g.approver, g.request_id, g.tool_call_id) for g in grants] == [
-        ("alice", request.id, "call-1")
-    ]
-    assert await store.thread_grants("t-other") == []
-
-
 # ---------------------------------------------------------------- audit
 async def test_audit_chain_of_a_full_lifecycle_verifies(store: Store) -> None:
     request = await stored(store, calls=TWO_CALLS)

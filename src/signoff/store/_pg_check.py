@@ -32,7 +32,8 @@ _APP_NEEDS = (
     ("schema_migrations", ("SELECT",)),
     ("requests", ("SELECT", "INSERT", "UPDATE")),
     ("call_keys", ("SELECT", "INSERT", "UPDATE")),
-    ("thread_grants", ("SELECT", "INSERT", "UPDATE")),
+    ("grants", ("SELECT", "INSERT", "UPDATE")),
+    ("grants_version", ("SELECT", "INSERT", "UPDATE")),
     ("audit_head", ("SELECT", "INSERT", "UPDATE")),
     ("outbox", ("SELECT", "INSERT", "UPDATE")),
     ("audit", ("SELECT", "INSERT")),
@@ -162,6 +163,8 @@ async def _lacking(
     if not usage[0][0]:
         lacking.append("USAGE on the schema")
     for table, privileges in needs:
+        if not await _exists(conn, schema, table):
+            continue  # an older schema: the schema check already says to upgrade
         qualified = f'"{schema}"."{table}"'
         for privilege in privileges:
             held = await _rows(

@@ -178,7 +178,57 @@ _V3 = (
     "WHERE quarantined_at IS NOT NULL",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+_V4 = (
+    # Grants (standing approvals, model/grants.py): the document is the truth, the columns
+    # are for the indexes. Revoked and expired grants stay for the record.
+    """CREATE TABLE {s}.grants (
+        id            text PRIMARY KEY,
+        tool          text NOT NULL,
+        rule          text NOT NULL,
+        effect        text NOT NULL CHECK (effect IN ('allow', 'deny')),
+        scope         text NOT NULL CHECK (scope IN ('thread', 'agent', 'principal', 'global')),
+        principal     text,
+        agent         text,
+        thread        text,
+        created_at    timestamptz NOT NULL,
+        expires_at    timestamptz NOT NULL,
+        revoked_at    timestamptz,
+        expired_noted boolean NOT NULL DEFAULT false,  -- its grant_expired event is written
+        doc           json NOT NULL                    -- Grant JSON, the truth
+    )""",
+    # The gates' cache loads (active grants) and the sweepers' expiry pass (not yet noted).
+    "CREATE INDEX grants_active ON {s}.grants (expires_at) WHERE revoked_at IS NULL",
+    "CREATE INDEX grants_unnoted ON {s}.grants (expires_at) "
+    "WHERE revoked_at IS NULL AND NOT expired_noted",
+    "CREATE INDEX grants_created ON {s}.grants (created_at)",
+    # One row bumped by every create or revoke, in the same statement: what every replica's
+    # gate polls (one read) to know the grants changed anywhere.
+    """CREATE TABLE {s}.grants_version (
+        id      integer PRIMARY KEY CHECK (id = 1),
+        version bigint NOT NULL
+    )""",
+    "INSERT INTO {s}.grants_version (id, version) VALUES (1, 0)",
+    # Thread approvals had no rule, agent or expiry: they cannot become grants that keep to
+    # what the approver saw, so they end here (docs/deploy.md, upgrade notes).
+    "DROP TABLE {s}.thread_grants",
+    # Roles already granted the request tables (``signoff db upgrade --grant``) get the
+    # grant tables too, so replicas keep working after the upgrade without a second grant.
+    """DO $do$
+    DECLARE r text;
+    BEGIN
+        FOR r IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
+                 WHERE table_schema = {schema} AND table_name = 'requests'
+                   AND privilege_type = 'INSERT' AND grantee <> current_user
+                   AND grantee <> 'PUBLIC'
+        LOOP
+            EXECUTE format('GRANT SELECT, INSERT, UPDATE ON %I.grants, %I.grants_version TO %I',
+                           {schema}, {schema}, r);
+        END LOOP;
+    END
+    $do$""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 AUDIT_TRIGGERS = ("audit_no_update_or_delete", "audit_no_truncate")
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -261,8 +311,8 @@ async def _checked(conn: AsyncConnection[Any], schema: str) -> int:
 APP_GRANTS = (
     "GRANT USAGE ON SCHEMA {s} TO {role}",
     "GRANT SELECT ON {s}.schema_migrations TO {role}",
-    "GRANT SELECT, INSERT, UPDATE ON {s}.requests, {s}.call_keys, {s}.thread_grants, "
-    "{s}.audit_head, {s}.outbox TO {role}",
+    "GRANT SELECT, INSERT, UPDATE ON {s}.requests, {s}.call_keys, {s}.grants, "
+    "{s}.grants_version, {s}.audit_head, {s}.outbox TO {role}",
     "GRANT SELECT, INSERT ON {s}.audit TO {role}",
 )
 SERVER_GRANTS = (

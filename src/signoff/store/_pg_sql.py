@@ -28,10 +28,11 @@ from psycopg import sql
 
 from signoff.model import ApprovalRequest, AuditEvent, Transition
 from signoff.store._pg_audit import entries_json
+from signoff.store._pg_grants import UPDATE_CTE as GRANTS_CTE
+from signoff.store._pg_grants import rows_json as grants_json
 from signoff.store._pg_outbox import CREATE_CTE, rows_json
 from signoff.store._quarantine import Unreadable
 from signoff.store._waiting import listener_event
-from signoff.store.audit import iso_utc
 from signoff.store.base import AuditQuery, OutboxItem
 
 _CREATE = (
@@ -53,22 +54,21 @@ FROM ins, LATERAL (SELECT {s}.audit_append(%(audit)s::json, %(origin)s) AS seq) 
 """
 )
 
-_UPDATE = """
+_UPDATE = (
+    """
 WITH u AS (
     UPDATE {s}.requests
     SET status = %(status)s, due_at = %(due_at)s, version = %(version)s, doc = %(doc)s::json,
         claimed_by = NULL, claimed_until = NULL
     WHERE id = %(id)s AND version = %(old_version)s
     RETURNING id),
-g AS (
-    INSERT INTO {s}.thread_grants (thread, request_id, tool_call_id, approver, at)
-    SELECT x.thread, x.request_id, x.tool_call_id, x.approver, x.at
-    FROM u, json_to_recordset(%(grants)s::json)
-         AS x(thread text, request_id text, tool_call_id text, approver text, at timestamptz)
-    ON CONFLICT DO NOTHING)
+"""
+    + GRANTS_CTE
+    + """
 SELECT a.seq, pg_notify(%(channel)s, %(note)s::text || a.seq || '}}')
 FROM u, LATERAL (SELECT {s}.audit_append(%(audit)s::json, %(origin)s) AS seq) a
 """
+)
 
 # Every read of a request row takes these columns (then maybe more), so a row that cannot
 # be parsed becomes an Unreadable — quarantined, never fatal (store/_quarantine.py).
@@ -159,7 +159,6 @@ class Statements:
     read_docs: sql.Composed
     by_call: sql.Composed
     stored_calls: sql.Composed
-    grants: sql.Composed
     append_audit: sql.Composed
     check_writable: sql.Composed
     audit_chunk: sql.Composed
@@ -204,10 +203,6 @@ class Statements:
             stored_calls=q(
                 "SELECT tool_call_id, request_id, fingerprint FROM {s}.call_keys "
                 "WHERE thread = %s AND tool_call_id = ANY(%s)"
-            ),
-            grants=q(
-                "SELECT thread, approver, request_id, tool_call_id, at FROM {s}.thread_grants "
-                "WHERE thread = %s ORDER BY at"
             ),
             append_audit=q("SELECT {s}.audit_append(%s::json, %s)"),
             check_writable=q("LOCK TABLE {s}.requests IN ROW EXCLUSIVE MODE"),
@@ -318,16 +313,6 @@ def update_params(
     transition: Transition, old_version: int, origin: str, channel: str
 ) -> dict[str, Any]:
     new = transition.request
-    grants = [
-        {
-            "thread": g.thread,
-            "request_id": g.request_id,
-            "tool_call_id": g.tool_call_id,
-            "approver": g.approver,
-            "at": iso_utc(g.at),
-        }
-        for g in transition.grants
-    ]
     return {
         "id": new.id,
         "old_version": old_version,
@@ -335,7 +320,7 @@ def update_params(
         "due_at": aware(new.due_at),
         "version": new.version,
         "doc": new.model_dump_json(),
-        "grants": json.dumps(grants),
+        "grants": grants_json(transition.grants),
         "audit": entries_json(transition.events),
         "origin": origin,
         "channel": channel,

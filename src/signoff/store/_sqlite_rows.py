@@ -19,7 +19,6 @@ from signoff.model import (
     IdempotencyConflict,
     NotFound,
     StoreError,
-    ThreadGrant,
 )
 from signoff.store._idempotency import StoredCall
 from signoff.store._quarantine import Read, Unreadable, cancelled_event, split, to_request
@@ -214,23 +213,6 @@ def update_doc(conn: sqlite3.Connection, request: ApprovalRequest, old_version: 
             old_version,
         ),
     ).rowcount
-
-
-def insert_grants(conn: sqlite3.Connection, grants: Iterable[ThreadGrant]) -> None:
-    conn.executemany(
-        "INSERT OR IGNORE INTO thread_grants (thread, request_id, tool_call_id, approver, at) "
-        "VALUES (?, ?, ?, ?, ?)",
-        [(g.thread, g.request_id, g.tool_call_id, g.approver, iso_utc(g.at)) for g in grants],
-    )
-
-
-def select_grants(conn: sqlite3.Connection, thread: str) -> list[ThreadGrant]:
-    rows = conn.execute(
-        "SELECT thread, approver, request_id, tool_call_id, at FROM thread_grants "
-        "WHERE thread = ? ORDER BY at",
-        (thread,),
-    )
-    return [ThreadGrant(t, a, r, c, parse_iso(at)) for t, a, r, c, at in rows]
 
 
 def select_requests(

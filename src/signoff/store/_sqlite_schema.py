@@ -128,7 +128,49 @@ def _v3(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
+_V4 = (
+    # Grants (standing approvals, model/grants.py): the document is the truth, the columns
+    # are for the indexes. Revoked and expired grants stay for the record.
+    """CREATE TABLE grants (
+        id            TEXT PRIMARY KEY,
+        tool          TEXT NOT NULL,
+        rule          TEXT NOT NULL,
+        effect        TEXT NOT NULL CHECK (effect IN ('allow', 'deny')),
+        scope         TEXT NOT NULL CHECK (scope IN ('thread', 'agent', 'principal', 'global')),
+        principal     TEXT,
+        agent         TEXT,
+        thread        TEXT,
+        created_at    REAL NOT NULL,              -- unix seconds
+        expires_at    REAL NOT NULL,              -- unix seconds
+        revoked_at    REAL,                       -- unix seconds
+        expired_noted INTEGER NOT NULL DEFAULT 0, -- 1 once its grant_expired event is written
+        doc           TEXT NOT NULL               -- Grant JSON, the truth
+    )""",
+    # The gate's cache load (active grants) and the sweeper's expiry pass (not yet noted).
+    "CREATE INDEX grants_active ON grants (expires_at) WHERE revoked_at IS NULL",
+    "CREATE INDEX grants_unnoted ON grants (expires_at) "
+    "WHERE revoked_at IS NULL AND expired_noted = 0",
+    "CREATE INDEX grants_created ON grants (created_at)",
+    # One row bumped by every create or revoke, in the same transaction: what every gate
+    # polls (one read) to know another process changed the grants.
+    """CREATE TABLE grants_version (
+        id      INTEGER PRIMARY KEY CHECK (id = 1),
+        version INTEGER NOT NULL
+    )""",
+    "INSERT INTO grants_version (id, version) VALUES (1, 0)",
+    # Thread approvals had no rule, agent or expiry: they cannot become grants that keep to
+    # what the approver saw, so they end here (docs/deploy.md, upgrade notes).
+    "DROP TABLE thread_grants",
+)
+
+
+def _v4(conn: sqlite3.Connection) -> None:
+    """Grants replace thread approvals; the grants version row."""
+    for statement in _V4:
+        conn.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
 AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -33,10 +33,10 @@ from signoff.model import (
     AuditEvent,
     AuditRecord,
     AuditVerification,
-    ThreadGrant,
     Transition,
     utcnow,
 )
+from signoff.model.grants import Grant
 
 Mutation = Callable[[ApprovalRequest], Transition]
 ChangeListener = Callable[[ApprovalRequest, str], None]
@@ -196,8 +196,10 @@ class Store(Protocol):
         """Atomically apply ``mutate`` to the stored request (see module docstring).
 
         Raises :class:`NotFound` for an unknown id. When the transition is unchanged
-        (``changed=False``) nothing is written. Thread grants in the transition are stored
-        in the same transaction.
+        (``changed=False``) nothing is written. Grants in the transition (created by the
+        decision) are stored in the same transaction, which then also bumps
+        :meth:`grants_version`; a grant id already stored refuses the whole change
+        (:class:`StoreError`, nothing written).
         """
         ...
 
@@ -212,7 +214,52 @@ class Store(Protocol):
         """The earliest ``due_at`` among pending requests (for the sweeper's sleep)."""
         ...
 
-    async def thread_grants(self, thread: str) -> list[ThreadGrant]: ...
+    # ---------------------------------------------------------------- grants
+    async def create_grant(self, grant: Grant, events: list[AuditEvent]) -> Grant:
+        """Store a new grant with its audit events (``grant_created``) in one transaction and
+        bump :meth:`grants_version`. Creating the same grant again (same id, equal content)
+        returns the stored one and writes nothing; another grant under a stored id raises
+        :class:`IdempotencyConflict`."""
+        ...
+
+    async def revoke_grant(
+        self,
+        grant_id: str,
+        *,
+        by: str,
+        reason: str | None,
+        now: datetime,
+        events: list[AuditEvent],
+    ) -> Grant:
+        """Mark the grant revoked (``revoked_at=now``, ``revoked_by``, ``revoke_reason``) and
+        write ``events`` in one transaction; bump :meth:`grants_version`. A grant already
+        revoked is returned unchanged and nothing is written. Raises :class:`NotFound` for
+        an unknown id."""
+        ...
+
+    async def get_grant(self, grant_id: str) -> Grant | None: ...
+
+    async def list_grants(
+        self, *, active_at: datetime | None = None, limit: int = 1000
+    ) -> list[Grant]:
+        """Newest first (``created_at``). With ``active_at``: only grants not revoked whose
+        ``expires_at`` is after it. An unreadable grant is left out (logged)."""
+        ...
+
+    async def grants_version(self) -> int:
+        """A number that changes whenever any process creates or revokes a grant (also
+        through :meth:`update_request`). One single-row read: a gate polls it about every
+        half second to know when to reload its grant cache."""
+        ...
+
+    async def note_expired_grants(self, now: datetime) -> list[Grant]:
+        """Grants not revoked whose ``expires_at <= now`` and whose expiry was not noted yet:
+        mark each noted and write one ``grant_expired`` audit event per grant, in one
+        transaction; returns them (the gate's sweeper). Each expiry is noted once, whatever
+        the number of processes sweeping."""
+        ...
+
+    # ---------------------------------------------------------------- quarantine
 
     async def count_requests(self) -> RequestCounts:
         """Pending and quarantined-pending counts from indexes (no row is parsed)."""

@@ -22,9 +22,10 @@ from signoff.model import (
     IdempotencyConflict,
     NotFound,
     StoreError,
-    ThreadGrant,
     Transition,
 )
+from signoff.model.grants import Grant
+from signoff.store import _grants
 from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
 from signoff.store._outbox_memory import MemoryOutbox
 from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
@@ -52,7 +53,9 @@ class MemoryStore(MemoryOutbox):
         super().__init__(self._lock)  # the outbox shares the lock: one "transaction"
         self._requests: dict[str, ApprovalRequest] = {}
         self._calls: dict[tuple[str, str], StoredCall] = {}
-        self._grants: dict[str, list[ThreadGrant]] = {}
+        self._grants: dict[str, Grant] = {}
+        self._grants_noted: set[str] = set()  # grant ids whose expiry was audited
+        self._grants_version = 0
         self._audit: list[AuditRecord] = []
         self._queued: deque[AuditEvent] = deque()
         self._waiters = Waiters()
@@ -157,10 +160,12 @@ class MemoryStore(MemoryOutbox):
                 raise StoreError(f"a mutation turned request {request_id} into {new.id}")
             if new.version <= current.version:
                 new.version = current.version + 1
+            for grant in transition.grants:
+                if grant.id in self._grants:
+                    raise _grants.duplicate(grant.id)
             self._flush_locked()
             self._requests[request_id] = new.copy_for_update()
-            for grant in transition.grants:
-                self._grants.setdefault(grant.thread, []).append(grant)
+            self._store_grants_locked(transition.grants)
             self._append_locked(transition.events)
         if new.terminal:
             self._waiters.wake(new)
@@ -176,9 +181,81 @@ class MemoryStore(MemoryOutbox):
         with self._lock:
             return min((r.due_at for r in self._requests.values() if r.pending), default=None)
 
-    async def thread_grants(self, thread: str) -> list[ThreadGrant]:
+    # ---------------------------------------------------------------- grants
+    async def create_grant(self, grant: Grant, events: list[AuditEvent]) -> Grant:
         with self._lock:
-            return sorted(self._grants.get(thread, []), key=lambda g: g.at)
+            self._check_open()
+            stored = self._grants.get(grant.id)
+            if stored is not None:
+                return _grants.same_or_conflict(stored, grant).model_copy(deep=True)
+            self._flush_locked()
+            self._store_grants_locked([grant])
+            self._append_locked(events)
+        return grant.model_copy(deep=True)
+
+    async def revoke_grant(
+        self,
+        grant_id: str,
+        *,
+        by: str,
+        reason: str | None,
+        now: datetime,
+        events: list[AuditEvent],
+    ) -> Grant:
+        with self._lock:
+            self._check_open()
+            stored = self._grants.get(grant_id)
+            if stored is None:
+                raise NotFound(f"no grant {grant_id}")
+            if stored.revoked_at is None:
+                stored = _grants.revoked(stored, by=by, reason=reason, now=now)
+                self._flush_locked()
+                self._grants[grant_id] = stored
+                self._grants_version += 1
+                self._append_locked(events)
+            return stored.model_copy(deep=True)
+
+    async def get_grant(self, grant_id: str) -> Grant | None:
+        with self._lock:
+            self._check_open()
+            stored = self._grants.get(grant_id)
+            return stored.model_copy(deep=True) if stored is not None else None
+
+    async def list_grants(
+        self, *, active_at: datetime | None = None, limit: int = 1000
+    ) -> list[Grant]:
+        with self._lock:
+            self._check_open()
+            chosen = [
+                g
+                for g in self._grants.values()
+                if active_at is None or (g.revoked_at is None and g.expires_at > active_at)
+            ]
+        chosen.sort(key=lambda g: (g.created_at, g.id), reverse=True)
+        return [g.model_copy(deep=True) for g in chosen[:limit]]
+
+    async def grants_version(self) -> int:
+        with self._lock:
+            return self._grants_version
+
+    async def note_expired_grants(self, now: datetime) -> list[Grant]:
+        with self._lock:
+            self._check_open()
+            expired = sorted(
+                (
+                    g
+                    for g in self._grants.values()
+                    if g.revoked_at is None
+                    and g.expires_at <= now
+                    and g.id not in self._grants_noted
+                ),
+                key=lambda g: (g.expires_at, g.id),
+            )
+            if expired:
+                self._flush_locked()
+                self._grants_noted.update(g.id for g in expired)
+                self._append_locked([_grants.expired_event(g, now) for g in expired])
+        return [g.model_copy(deep=True) for g in expired]
 
     # Objects in memory are never unreadable: nothing is ever quarantined here, but the
     # methods answer like the durable stores' so callers need no special case.
@@ -290,6 +367,12 @@ class MemoryStore(MemoryOutbox):
             (self._audit[-1].seq, self._audit[-1].hash) if self._audit else (0, GENESIS_HASH)
         )
         self._audit.extend(seal_all(events, last_seq, last_hash))
+
+    def _store_grants_locked(self, grants: Sequence[Grant]) -> None:
+        for grant in grants:
+            self._grants[grant.id] = grant.model_copy(deep=True)
+        if grants:
+            self._grants_version += 1
 
     def _flush_locked(self) -> None:
         events = []

@@ -54,16 +54,18 @@ from signoff.model import (
     NotFound,
     RequestQuarantined,
     StoreError,
-    ThreadGrant,
     Transition,
     utcnow,
 )
-from signoff.store import _pg_sql
+from signoff.model.grants import Grant
+from signoff.store import _grants, _pg_sql
 from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
 from signoff.store._pg_audit import entries_json, to_record
 from signoff.store._pg_batch import AuditBatcher
 from signoff.store._pg_check import check_schema
 from signoff.store._pg_conn import Conn, Connections, connection_lost, redact
+from signoff.store._pg_grants import GrantStatements
+from signoff.store._pg_grants import rows_json as grants_json
 from signoff.store._pg_listen import Listener
 from signoff.store._pg_outbox import OutboxStatements, channels_param, claim_params, ref_json
 from signoff.store._pg_outbox import rows_json as outbox_json
@@ -133,6 +135,7 @@ class PostgresStore:
         self.origin = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self._sql = Statements.for_schema(schema)
         self._outbox = OutboxStatements.for_schema(schema)
+        self._grant_sql = GrantStatements.for_schema(schema)
         self._loop = LoopThread(f"signoff-postgres:{schema}")
         self._connections: Connections | None = None
         self._listener: Listener | None = None
@@ -381,7 +384,12 @@ class PostgresStore:
         params = _pg_sql.update_params(transition, old_version, self.origin, self.channel)
         assert self._connections is not None
         with self._connections.errors("writing a request", write=True):
-            row = await (await conn.execute(self._sql.update, params)).fetchone()
+            try:
+                row = await (await conn.execute(self._sql.update, params)).fetchone()
+            except psycopg.errors.UniqueViolation as exc:
+                if exc.diag.constraint_name != "grants_pkey":
+                    raise
+                raise _grants.duplicate(", ".join(g.id for g in transition.grants)) from exc
         return row is not None
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
@@ -465,12 +473,108 @@ class PostgresStore:
 
         return await self._call(lambda: self._retry_read("finding the next deadline", read))
 
-    async def thread_grants(self, thread: str) -> list[ThreadGrant]:
-        async def read(conn: Conn) -> list[ThreadGrant]:
-            rows = await (await conn.execute(self._sql.grants, (thread,))).fetchall()
-            return [ThreadGrant(t, a, r, c, at.astimezone(UTC)) for t, a, r, c, at in rows]
+    # ---------------------------------------------------------------- grants
+    async def create_grant(self, grant: Grant, events: list[AuditEvent]) -> Grant:
+        """One statement: the grant, the version bump and the audit events."""
+        params = {
+            "grants": grants_json([grant]),
+            "audit": entries_json(events),
+            "origin": self.origin,
+        }
 
-        return await self._call(lambda: self._retry_read("reading thread grants", read))
+        async def job() -> Grant:
+            async with self._conn("storing a grant", write=True) as conn:
+                row = await (await conn.execute(self._grant_sql.create, params)).fetchone()
+                if row is not None:
+                    return grant
+                stored = await self._read_grant(conn, grant.id)
+                if stored is None:  # impossible: the conflict was on this id
+                    raise StoreError(f"grant {grant.id} conflicted but cannot be found")
+                return _grants.same_or_conflict(stored, grant)
+
+        return await self._call(job, write=True)
+
+    async def revoke_grant(
+        self,
+        grant_id: str,
+        *,
+        by: str,
+        reason: str | None,
+        now: datetime,
+        events: list[AuditEvent],
+    ) -> Grant:
+        """Read, then one conditional statement (``WHERE revoked_at IS NULL``): revoked row,
+        version bump and audit; a revocation racing ours makes it write nothing."""
+
+        async def job() -> Grant:
+            async with self._conn("revoking a grant", write=True) as conn:
+                stored = await self._read_grant(conn, grant_id)
+                if stored is None:
+                    raise NotFound(f"no grant {grant_id}")
+                if stored.revoked_at is not None:
+                    return stored
+                done = _grants.revoked(stored, by=by, reason=reason, now=now)
+                params = {
+                    "id": grant_id,
+                    "revoked_at": _pg_sql.aware(now),
+                    "doc": done.model_dump_json(),
+                    "audit": entries_json(events),
+                    "origin": self.origin,
+                }
+                if await (await conn.execute(self._grant_sql.revoke, params)).fetchone():
+                    return done
+                again = await self._read_grant(conn, grant_id)  # revoked meanwhile
+                assert again is not None  # grants are never deleted
+                return again
+
+        return await self._call(job, write=True)
+
+    async def _read_grant(self, conn: Conn, grant_id: str) -> Grant | None:
+        row = await (await conn.execute(self._grant_sql.read, (grant_id,))).fetchone()
+        return _grants.parse(row[0], grant_id) if row else None
+
+    async def get_grant(self, grant_id: str) -> Grant | None:
+        return await self._call(
+            lambda: self._retry_read("reading a grant", lambda c: self._read_grant(c, grant_id))
+        )
+
+    async def list_grants(
+        self, *, active_at: datetime | None = None, limit: int = 1000
+    ) -> list[Grant]:
+        statement, args = (
+            (self._grant_sql.every, [limit])
+            if active_at is None
+            else (self._grant_sql.active, [_pg_sql.aware(active_at), limit])
+        )
+
+        async def read(conn: Conn) -> list[Grant]:
+            return _grants.readable(await (await conn.execute(statement, args)).fetchall())
+
+        return await self._call(lambda: self._retry_read("listing grants", read))
+
+    async def grants_version(self) -> int:
+        async def read(conn: Conn) -> int:
+            row = await (await conn.execute(self._grant_sql.version)).fetchone()
+            return int(row[0]) if row else 0
+
+        return await self._call(lambda: self._retry_read("reading the grants version", read))
+
+    async def note_expired_grants(self, now: datetime) -> list[Grant]:
+        """One transaction: lock and mark the due rows (``SKIP LOCKED``: another replica's
+        sweeper takes the rest), then chain one ``grant_expired`` event each."""
+
+        async def job() -> list[Grant]:
+            async with self._conn("noting expired grants", write=True) as conn:
+                async with conn.transaction():
+                    cur = await conn.execute(self._grant_sql.note_expired, (_pg_sql.aware(now),))
+                    rows = sorted(await cur.fetchall(), key=lambda r: (r[2], r[0]))
+                    expired = _grants.readable([(r[0], r[1]) for r in rows])
+                    if expired:
+                        audit = entries_json([_grants.expired_event(g, now) for g in expired])
+                        await conn.execute(self._sql.append_audit, (audit, self.origin))
+                return expired
+
+        return await self._call(job, write=True)
 
     # ---------------------------------------------------------------- quarantine
     async def count_requests(self) -> RequestCounts:

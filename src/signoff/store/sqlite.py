@@ -42,10 +42,11 @@ from signoff.model import (
     NotFound,
     RequestQuarantined,
     StoreError,
-    ThreadGrant,
     Transition,
     utcnow,
 )
+from signoff.model.grants import Grant
+from signoff.store import _sqlite_grants as grant_rows
 from signoff.store import _sqlite_outbox as outbox_rows
 from signoff.store import _sqlite_rows as rows
 from signoff.store._idempotency import existing_request_id, fingerprints
@@ -295,7 +296,7 @@ class SQLiteStore:
                     new.version = old_version + 1
                 if rows.update_doc(conn, new, old_version) != 1:
                     raise StoreError(f"request {request_id} changed during its own transaction")
-                rows.insert_grants(conn, transition.grants)
+                grant_rows.insert(conn, transition.grants)
                 rows.insert_audit(conn, transition.events, self.origin)
                 return transition
 
@@ -367,8 +368,57 @@ class SQLiteStore:
 
         return await self._read(job, "finding the next deadline")
 
-    async def thread_grants(self, thread: str) -> list[ThreadGrant]:
-        return await self._read(lambda c: rows.select_grants(c, thread), "reading thread grants")
+    # ---------------------------------------------------------------- grants
+    async def create_grant(self, grant: Grant, events: list[AuditEvent]) -> Grant:
+        def job(conn: sqlite3.Connection) -> Grant:
+            return self._transaction(
+                conn,
+                "storing a grant",
+                lambda: grant_rows.create(conn, grant, events, self.origin),
+            )
+
+        return await self._write(job)
+
+    async def revoke_grant(
+        self,
+        grant_id: str,
+        *,
+        by: str,
+        reason: str | None,
+        now: datetime,
+        events: list[AuditEvent],
+    ) -> Grant:
+        def job(conn: sqlite3.Connection) -> Grant:
+            return self._transaction(
+                conn,
+                "revoking a grant",
+                lambda: grant_rows.revoke(
+                    conn, grant_id, by=by, reason=reason, now=now, events=events, origin=self.origin
+                ),
+            )
+
+        return await self._write(job)
+
+    async def get_grant(self, grant_id: str) -> Grant | None:
+        return await self._read(lambda c: grant_rows.get(c, grant_id), "reading a grant")
+
+    async def list_grants(
+        self, *, active_at: datetime | None = None, limit: int = 1000
+    ) -> list[Grant]:
+        return await self._read(lambda c: grant_rows.select(c, active_at, limit), "listing grants")
+
+    async def grants_version(self) -> int:
+        return await self._read(grant_rows.version, "reading the grants version")
+
+    async def note_expired_grants(self, now: datetime) -> list[Grant]:
+        def job(conn: sqlite3.Connection) -> list[Grant]:
+            return self._transaction(
+                conn,
+                "noting expired grants",
+                lambda: grant_rows.note_expired(conn, now, self.origin),
+            )
+
+        return await self._write(job)
 
     # ---------------------------------------------------------------- quarantine
     async def count_requests(self) -> RequestCounts:
