@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from signoff.channels import Messenger, Target, notify_names
-from signoff.model import ApprovalRequest
+from signoff.model import ApprovalRequest, same_person
 from signoff.store.base import PROMPT_KINDS, OutboxItem, OutboxKind
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def approvers_of(
         if (later and not first) if escalation else first:
             chosen.append(person)
     if all(cfg.forbid_self_approval for cfg in req.review_configs):
-        others = [p for p in chosen if p.id != req.principal.id]
+        others = [p for p in chosen if not same_person(p.id, req.principal.id)]
         if others:
             return others
     return chosen

@@ -2,7 +2,9 @@
 
 The CLI acts on the store directly, trusted like any local admin tool that can open the
 database file; ``--as`` names the person deciding, checked against the policy like any
-approver.
+approver (not authenticated; the OS user is recorded beside it). With ``--server`` the
+decision commands go through a server's API as an approver token's person instead
+(:mod:`signoff.cli.deciding`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from rich.console import Console
 
 from signoff.assemble import check_sections
 from signoff.checks.limits import Limits, check_json
-from signoff.cli import errors, render
+from signoff.cli import deciding, errors, render
+from signoff.cli.deciding import ServerOpt, TokenOpt
 from signoff.gate import Gate
 from signoff.gate.core import resolve_config_path
 from signoff.model import (
@@ -59,7 +62,14 @@ ConfigOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
-AsOpt = Annotated[str, typer.Option("--as", help="The person deciding (checked by the policy).")]
+AsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as",
+        help="Local mode: the person deciding (checked by the policy, not authenticated).",
+        show_default=False,
+    ),
+]
 NonInteractiveOpt = Annotated[
     bool, typer.Option("--non-interactive", help="Nobody can answer: reject approvals at once.")
 ]
@@ -104,7 +114,7 @@ def open_gate(
                 2,
             )
         fail("remote servers are not supported by this version of the CLI yet", 2)
-    return Gate(policy, interactive=interactive)
+    return deciding.CliGate(policy, interactive=interactive, os_user=deciding.local_os_user())
 
 
 def emit_json(data: Any) -> None:
@@ -243,8 +253,12 @@ def pending(
     thread: Annotated[str | None, typer.Option("--thread", help="Only this thread.")] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """List requests waiting for a decision."""
+    if (srv := deciding.connect(config, server, token, acting_as=None)) is not None:
+        return deciding.pending(srv, thread, as_json)
     with open_gate(config) as gate:
         reqs = gate._portal.run(gate.alist(status="pending", thread=thread))
     if as_json:
@@ -258,8 +272,12 @@ def show(
     request_id: Annotated[str, typer.Argument(help="Request id (req_…).")],
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Show one request: calls, context, decisions, quorum, execution."""
+    if (srv := deciding.connect(config, server, token, acting_as=None)) is not None:
+        return deciding.show(srv, request_id, as_json)
     with open_gate(config) as gate:
         req = run_or_fail(gate, gate.get(request_id))
     if as_json:
@@ -288,11 +306,17 @@ Build = Callable[[ApprovalRequest], Decisions]
 def _decide(
     config: Path | None,
     request_id: str,
-    approver: str,
+    approver: str | None,
     build: Build,
     as_json: bool,
+    server: str | None = None,
+    token: str | None = None,
 ) -> None:
-    """Open the store once: read the request, build the decisions from it, decide."""
+    """Open the store once: read the request, build the decisions from it, decide (or do the
+    same through a server, as the approver token's person)."""
+    if (srv := deciding.connect(config, server, token, acting_as=approver)) is not None:
+        return deciding.decide(srv, request_id, build, as_json)
+    approver = deciding.require_as(approver)
     with open_gate(config, acting_as=approver) as gate:
         req = run_or_fail(gate, gate.get(request_id))
         decisions = build(req)
@@ -319,7 +343,7 @@ def _each_call(call: str | None, decision: dict[str, Any]) -> Build:
 @app.command("approve")
 def approve(
     request_id: Annotated[str, typer.Argument(help="Request id.")],
-    approver: AsOpt,
+    approver: AsOpt = None,
     call: Annotated[str | None, typer.Option("--call", help="Only this call id.")] = None,
     message: Annotated[str | None, typer.Option("-m", "--message", help="Reason.")] = None,
     for_thread: Annotated[
@@ -330,36 +354,42 @@ def approve(
     ] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Approve a request (every undecided call, or one with --call)."""
     scope = "thread" if for_thread else "call"
     decision = {"type": "approve", "message": message, "scope": scope}
-    _decide(config, request_id, approver, _each_call(call, decision), as_json)
+    _decide(config, request_id, approver, _each_call(call, decision), as_json, server, token)
 
 
 @app.command("reject")
 def reject(
     request_id: Annotated[str, typer.Argument(help="Request id.")],
-    approver: AsOpt,
     message: Annotated[str, typer.Option("-m", "--message", help="Why (shown to the model).")],
+    approver: AsOpt = None,
     call: Annotated[str | None, typer.Option("--call", help="Only this call id.")] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Reject a request with a reason the agent will see."""
     decision = {"type": "reject", "message": message}
-    _decide(config, request_id, approver, _each_call(call, decision), as_json)
+    _decide(config, request_id, approver, _each_call(call, decision), as_json, server, token)
 
 
 @app.command("edit")
 def edit(
     request_id: Annotated[str, typer.Argument(help="Request id.")],
-    approver: AsOpt,
     call: Annotated[str, typer.Option("--call", help="The call to edit.")],
     args: Annotated[str, typer.Option("--args", help="Changed arguments as JSON (merged).")],
+    approver: AsOpt = None,
     message: Annotated[str | None, typer.Option("-m", "--message", help="Why.")] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Approve a call with edited arguments (only the policy's editable_args)."""
     changes = parse_json_object(args, "--args")
@@ -375,32 +405,41 @@ def edit(
         edited = {"name": original.name, "args": {**original.args, **changes}}
         return [{"tool_call_id": call, "type": "edit", "message": message, "edited_action": edited}]
 
-    _decide(config, request_id, approver, build, as_json)
+    _decide(config, request_id, approver, build, as_json, server, token)
 
 
 @app.command("respond")
 def respond(
     request_id: Annotated[str, typer.Argument(help="Request id.")],
-    approver: AsOpt,
+    approver: AsOpt = None,
     call: Annotated[str | None, typer.Option("--call", help="The call to answer.")] = None,
     message: Annotated[str, typer.Option("-m", "--message", help="The answer.")] = "",
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Answer instead of running the tool (or answer an inquiry)."""
     decision = {"type": "respond", "message": message}
-    _decide(config, request_id, approver, _each_call(call, decision), as_json)
+    _decide(config, request_id, approver, _each_call(call, decision), as_json, server, token)
 
 
 @app.command("cancel")
 def cancel_cmd(
     request_id: Annotated[str, typer.Argument(help="Request id.")],
-    actor: Annotated[str, typer.Option("--as", help="Who cancels (audited).")] = "cli",
+    actor: Annotated[
+        str | None, typer.Option("--as", help="Local mode: who cancels (audited; default cli).")
+    ] = None,
     message: Annotated[str | None, typer.Option("-m", "--message", help="Why.")] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Cancel a pending request; the agent gets a cancellation."""
+    if (srv := deciding.connect(config, server, token, acting_as=actor)) is not None:
+        return deciding.cancel(srv, request_id, message, as_json)
+    actor = actor or "cli"
     with open_gate(config) as gate:
         req = run_or_fail(gate, gate.acancel(request_id, actor=actor, reason=message))
     if as_json:

@@ -202,6 +202,7 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
                 line(
                     f"    {d.at.isoformat(timespec='seconds')} {d.approver} {d.type} "
                     f"{d.tool_call_id} via {d.channel}",
+                    f" (os user {d.os_user})" if d.os_user else "",
                     f": {d.message}" if d.message else "",
                     " [for the whole thread]" if d.scope == "thread" else "",
                 )

@@ -20,6 +20,8 @@ class GateSettings(SettingsSection):
     """``gate:`` keys, with their defaults."""
 
     sweep_interval: Duration = Field(default=1.0, gt=0)
+    #: Refuse calls whose principal is not in ``people:`` (rule ``unknown_principal``).
+    strict_principals: bool = False
 
     @classmethod
     def from_policy(cls, policy: Policy) -> GateSettings:

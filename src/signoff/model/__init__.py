@@ -7,10 +7,10 @@ from signoff.model.errors import (
     AlreadyExecuted,
     Cancelled,
     DecisionError,
-    InvalidInput,
     Denied,
     Expired,
     IdempotencyConflict,
+    InvalidInput,
     NotAuthorized,
     NotFound,
     PolicyError,
@@ -22,6 +22,7 @@ from signoff.model.errors import (
     StoreError,
     ToolCallStopped,
 )
+from signoff.model.identity import PersonKey, person_key, same_person
 from signoff.model.requests import (
     Action,
     ActionRequest,
@@ -76,7 +77,6 @@ __all__ = [
     "Cancelled",
     "Decision",
     "DecisionError",
-    "InvalidInput",
     "DecisionRecord",
     "DecisionType",
     "Denied",
@@ -84,9 +84,11 @@ __all__ = [
     "Expired",
     "IdempotencyConflict",
     "Inquiry",
+    "InvalidInput",
     "NotAuthorized",
     "NotFound",
     "OnTimeout",
+    "PersonKey",
     "PolicyError",
     "PolicyErrors",
     "Principal",
@@ -110,5 +112,7 @@ __all__ = [
     "Verdict",
     "VerdictKind",
     "new_id",
+    "person_key",
+    "same_person",
     "utcnow",
 ]

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from signoff.model.identity import PersonKey, person_key, same_person
 from signoff.model.verdicts import Approvers, DecisionType, OnTimeout, ReviewSpec, Risk
 
 RequestKind = Literal["tool_call", "inquiry"]
@@ -138,7 +139,11 @@ class Decision(_Model):
 
 
 class DecisionRecord(_Model):
-    """A stored human decision on one call: who, how, what, when, through which channel."""
+    """A stored human decision on one call: who, how, what, when, through which channel.
+
+    ``os_user`` is the operating-system account that ran a local ``signoff`` CLI decision
+    (``channel: cli``), recorded beside the unauthenticated ``--as`` name; None elsewhere.
+    """
 
     tool_call_id: str
     type: DecisionType
@@ -148,13 +153,15 @@ class DecisionRecord(_Model):
     approver: str
     channel: str = "api"
     at: datetime
+    os_user: str | None = None
 
-    def same_as(self, other: DecisionRecord) -> bool:
-        """True for a repeat of the same decision (a double click or a client retry)."""
+    def same_as(self, other: DecisionRecord, key: PersonKey = person_key) -> bool:
+        """True for a repeat of the same decision (a double click or a client retry) by the
+        same person (names compared by ``key``)."""
         return (
             self.tool_call_id == other.tool_call_id
             and self.type == other.type
-            and self.approver == other.approver
+            and same_person(self.approver, other.approver, key)
             and self.edited_action == other.edited_action
             and (self.message or None) == (other.message or None)
         )

@@ -14,6 +14,7 @@ from typing import Literal
 
 from signoff.model.audit import AuditEvent
 from signoff.model.errors import AlreadyDecided, AlreadyExecuted, DecisionError, NotAuthorized
+from signoff.model.identity import PersonKey, contains_person, person_key, same_person
 from signoff.model.requests import (
     Action,
     ApprovalRequest,
@@ -97,13 +98,18 @@ def _last_actor(req: ApprovalRequest) -> str | None:
 
 
 def may_decide(
-    cfg: ReviewConfig, req: ApprovalRequest, person: str, roles: Iterable[str]
+    cfg: ReviewConfig,
+    req: ApprovalRequest,
+    person: str,
+    roles: Iterable[str],
+    key: PersonKey = person_key,
 ) -> str | None:
-    """None if ``person`` may decide this call, else the reason they may not."""
+    """None if ``person`` may decide this call, else the reason they may not. Names compare
+    by ``key`` (:func:`~signoff.model.identity.person_key`, or the policy's, with aliases)."""
     roles = frozenset(roles)
-    allowed = cfg.approvers.to_approvers().admits(person, roles)
+    allowed = cfg.approvers.to_approvers().admits(person, roles, key)
     if not allowed and req.escalated and cfg.escalate_to is not None:
-        allowed = cfg.escalate_to.to_approvers().admits(person, roles)
+        allowed = cfg.escalate_to.to_approvers().admits(person, roles, key)
     if not allowed:
         who = _describe_group(cfg)
         return f"{person} may not decide {cfg.action_name}: it needs {who}"
@@ -123,12 +129,22 @@ def _describe_group(cfg: ReviewConfig) -> str:
     return " or ".join(parts) or "a listed approver"
 
 
-def _check_self(cfg: ReviewConfig, req: ApprovalRequest, d: DecisionRecord) -> None:
+def is_self_approval(
+    cfg: ReviewConfig, req: ApprovalRequest, approver: str, key: PersonKey = person_key
+) -> bool:
+    """Whether ``approver`` is the request's principal on a call that forbids self-approval
+    (``Erin`` and ``erin`` are one person; so are a person and their aliases under the
+    policy's key)."""
+    return cfg.forbid_self_approval and same_person(approver, req.principal.id, key)
+
+
+def _check_self(cfg: ReviewConfig, req: ApprovalRequest, d: DecisionRecord, key: PersonKey) -> None:
     # Rejecting your own agent's call is always allowed: it can only make things safer.
-    if cfg.forbid_self_approval and d.approver == req.principal.id and d.type != "reject":
+    if d.type != "reject" and is_self_approval(cfg, req, d.approver, key):
+        spelled = "" if d.approver == req.principal.id else f" (as {req.principal.id})"
         raise NotAuthorized(
-            f"{d.approver} made this call and may not {d.type} it (forbid_self_approval); "
-            "another approver must decide",
+            f"{d.approver} made this call{spelled} and may not {d.type} it "
+            "(forbid_self_approval); another approver must decide",
             field="approver",
         )
 
@@ -139,8 +155,12 @@ def apply_decisions(
     *,
     approver_roles: Iterable[str],
     now: datetime,
+    key: PersonKey = person_key,
 ) -> Transition:
     """Record ``decisions`` (all by one approver) on a fresh copy of ``req``.
+
+    People compare by ``key`` (self-approval, quorum distinctness, repeats): NFKC + casefold
+    by default; pass ``Policy.person_key`` so a person's ``aliases:`` count as them too.
 
     Raises :class:`AlreadyDecided` when the request or a call already has an outcome (unless the
     decision is an exact repeat, which is an idempotent no-op), :class:`NotAuthorized` when the
@@ -150,7 +170,7 @@ def apply_decisions(
     roles = frozenset(approver_roles)
     if not decisions:
         raise DecisionError("no decisions given", field="decisions")
-    if all(_is_repeat(req, d) for d in decisions):
+    if all(_is_repeat(req, d, key) for d in decisions):
         return Transition(req, changed=False)
     if not req.pending:
         raise _already(req)
@@ -179,7 +199,7 @@ def apply_decisions(
             )
         seen.add(d.tool_call_id)
         cfg, call = new.review_configs[idx], new.calls[idx]
-        if _is_repeat(req, d):
+        if _is_repeat(req, d, key):
             continue
         if call.resolution is not None:
             raise _already(req, req.calls[idx])
@@ -189,11 +209,11 @@ def apply_decisions(
                 f"allowed: {', '.join(cfg.allowed_decisions)}",
                 field=f"decisions[{i}].type",
             )
-        refusal = may_decide(cfg, new, d.approver, roles)
+        refusal = may_decide(cfg, new, d.approver, roles, key)
         if refusal:
             raise NotAuthorized(refusal, field="approver")
-        _check_self(cfg, new, d)
-        _apply_one(new, tr, idx, d, now)
+        _check_self(cfg, new, d, key)
+        _apply_one(new, tr, idx, d, now, key)
     if all(c.resolution is not None for c in new.calls):
         new.status = "resolved"
         new.resolved_at = now
@@ -206,13 +226,13 @@ def apply_decisions(
     return tr
 
 
-def _is_repeat(req: ApprovalRequest, d: DecisionRecord) -> bool:
+def _is_repeat(req: ApprovalRequest, d: DecisionRecord, key: PersonKey) -> bool:
     """True when ``d`` repeats a decision of the current round on its call (an edit starts a
     new round: approving the edited call again is a new decision, not a repeat)."""
     for old in reversed(req.decisions):
         if old.tool_call_id != d.tool_call_id:
             continue
-        if d.same_as(old):
+        if d.same_as(old, key):
             return True
         if old.type == "edit":
             return False
@@ -220,16 +240,23 @@ def _is_repeat(req: ApprovalRequest, d: DecisionRecord) -> bool:
 
 
 def _apply_one(
-    new: ApprovalRequest, tr: Transition, idx: int, d: DecisionRecord, now: datetime
+    new: ApprovalRequest,
+    tr: Transition,
+    idx: int,
+    d: DecisionRecord,
+    now: datetime,
+    key: PersonKey,
 ) -> None:
     call, cfg = new.calls[idx], new.review_configs[idx]
     new.decisions.append(d)
     data: dict[str, object] = {"type": d.type, "channel": d.channel, "scope": d.scope}
+    if d.os_user:
+        data["os_user"] = d.os_user
     if d.message:
         data["message"] = d.message
     if d.type == "approve":
-        if d.approver in call.approvals:
-            return
+        if contains_person(call.approvals, d.approver, key):
+            return  # quorum counts people, not spellings of one name
         call.approvals.append(d.approver)
         data["quorum"] = f"{len(call.approvals)}/{call.quorum}"
         if len(call.approvals) >= call.quorum:

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from signoff.model.identity import PersonKey, contains_person, person_key
+
 VerdictKind = Literal["allow", "deny", "require_approval"]
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 OnTimeout = Literal["reject", "allow", "escalate"]
@@ -31,8 +33,9 @@ class Approvers:
     quorum: int = 1
     any: bool = False
 
-    def admits(self, person: str, roles: Iterable[str]) -> bool:
-        if self.any or person in self.users:
+    def admits(self, person: str, roles: Iterable[str], key: PersonKey = person_key) -> bool:
+        """Whether ``person`` (holding ``roles``) is in this group; names compare by ``key``."""
+        if self.any or contains_person(self.users, person, key):
             return True
         return not set(self.roles).isdisjoint(roles)
 

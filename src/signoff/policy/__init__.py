@@ -9,13 +9,14 @@ from signoff.policy.cases import CaseResult, run_cases
 from signoff.policy.durations import parse_duration
 from signoff.policy.engine import SHORT_HASH, Policy
 from signoff.policy.explain import Explanation, RuleStep
-from signoff.policy.people import Person
+from signoff.policy.people import People, Person
 from signoff.policy.rates import RateCounter
 
 __all__ = [
     "SHORT_HASH",
     "CaseResult",
     "Explanation",
+    "People",
     "Person",
     "Policy",
     "RateCounter",

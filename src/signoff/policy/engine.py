@@ -24,12 +24,13 @@ from signoff.model import (
     ToolCall,
     Verdict,
 )
+from signoff.model.identity import same_person
 from signoff.policy.compiled import RISK_RANK, Outcome, ToolEntry, higher_risk
 from signoff.policy.explain import Explanation, Lookup, RuleStep
 from signoff.policy.fields import EvalError
 from signoff.policy.interrupt_on import translate_interrupt_on
 from signoff.policy.loader import Compiled, compile_policy
-from signoff.policy.people import Person
+from signoff.policy.people import People
 from signoff.policy.rates import RateBy, RateCounter
 from signoff.policy.source import Source, parse_yaml
 
@@ -46,7 +47,7 @@ class Policy:
     path: Path | None
     hash: str
     store_url: str
-    people: dict[str, Person]
+    people: People
     sections: dict[str, dict[str, Any]]
     warnings: list[str]
     interrupt_on_extras: dict[str, dict[str, Any]]
@@ -75,7 +76,6 @@ class Policy:
         self._on_error: Outcome = compiled.on_error
         self._floor = compiled.floor
         self._floor_rank = RISK_RANK[compiled.floor] if compiled.floor else 99
-        self._roles = {pid: p.roles for pid, p in self.people.items()}
         self._cache: dict[Any, tuple[ToolEntry | None, Lookup]] = {}
 
     # ---------------------------------------------------------------- constructors
@@ -330,13 +330,31 @@ class Policy:
 
     # ---------------------------------------------------------------- directory & facts
     def roles_of(self, person_id: str) -> frozenset[str]:
-        """The person's roles from ``people:`` (empty when not listed)."""
-        return self._roles.get(person_id, frozenset())
+        """The person's roles from ``people:`` (empty when not listed); ``person_id`` may be
+        any spelling of their id or one of their aliases."""
+        found = self.people.find(person_id)
+        return found.roles if found is not None else frozenset()
 
     def principal(self, id: str, roles: Iterable[str] = ()) -> Principal:
-        """A Principal whose roles come from ``people:`` when listed there (directory wins)."""
-        listed = self._roles.get(id)
-        return Principal(id, listed if listed is not None else frozenset(roles))
+        """A Principal whose roles come from ``people:`` when listed there (directory wins,
+        also for another spelling or an alias); the id is kept as written."""
+        found = self.people.find(id)
+        return Principal(id, found.roles if found is not None else frozenset(roles))
+
+    def knows(self, name: str) -> bool:
+        """Whether ``name`` is a person in ``people:`` (by id or alias, any case or width)."""
+        return name in self.people
+
+    def person_key(self, name: str) -> str:
+        """What ``name`` is compared as: the listed person's key for their id and every alias,
+        else NFKC + casefold (:func:`signoff.model.identity.person_key`). Pass it as ``key``
+        to the state machine (``apply_decisions``, ``may_decide``) so aliases count as the
+        person for self-approval and quorum."""
+        return self.people.key(name)
+
+    def same_person(self, a: str | None, b: str | None) -> bool:
+        """Whether two names are one person (aliases included)."""
+        return same_person(a, b, self.people.key)
 
     def rate_windows(self, tool: str) -> list[tuple[RateBy, float]]:
         """``(by, window_s)`` for each ``rate:`` condition that governs ``tool``; the gate

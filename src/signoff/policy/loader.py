@@ -18,7 +18,7 @@ from typing import Any, cast
 from signoff.model import RISK_LEVELS, Risk, VerdictKind
 from signoff.policy.compiled import Outcome, Rule, ToolEntry
 from signoff.policy.conditions import ALWAYS, CondCompiler
-from signoff.policy.people import Person, parse_people
+from signoff.policy.people import People, parse_people
 from signoff.policy.review import (
     ANY_NOTE,
     APPROVAL_ONLY_KEYS,
@@ -59,7 +59,7 @@ class Compiled:
     on_error: Outcome | None = None
     floor: Risk | None = None
     store_url: str = ""
-    people: dict[str, Person] = field(default_factory=dict)
+    people: People = field(default_factory=People)
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -181,7 +181,7 @@ class _Builder:
     def __init__(
         self,
         problems: Problems,
-        people: dict[str, Person],
+        people: People,
         policy_hash: str,
         *,
         internal_ids: bool = False,

@@ -23,7 +23,7 @@ from signoff.model import (
     Risk,
 )
 from signoff.policy.durations import format_duration, parse_duration
-from signoff.policy.people import Person
+from signoff.policy.people import People
 from signoff.policy.source import Loc, Problems
 from signoff.policy.templates import Template, TemplateError, compile_template
 
@@ -66,10 +66,10 @@ class Resolved:
 class ReviewCompiler:
     """Parses review fields and resolves chains, reporting problems with path and line."""
 
-    def __init__(self, problems: Problems, people: Mapping[str, Person]) -> None:
+    def __init__(self, problems: Problems, people: People) -> None:
         self.problems = problems
         self.people = people
-        self.directory_roles = {pid: p.roles for pid, p in people.items()}
+        self.directory_roles = people.roles
         self.held_roles = frozenset(r for p in people.values() for r in p.roles)
         self._default_description = compile_template(DEFAULT_DESCRIPTION, self.directory_roles)
 
@@ -185,8 +185,10 @@ class ReviewCompiler:
         for role in roles:
             if role not in self.held_roles:
                 self.problems.warn(loc, f"no person in people: holds role {role!r}")
-        eligible = {pid for pid, p in self.people.items() if not p.roles.isdisjoint(roles)}
-        eligible |= set(users)
+        eligible = {
+            self.people.key(pid) for pid, p in self.people.items() if not p.roles.isdisjoint(roles)
+        }
+        eligible |= {self.people.key(u) for u in users}  # Bob and bob are one person
         if quorum > len(eligible):
             self.problems.warn(
                 loc, f"quorum {quorum} but only {len(eligible)} person(s) can approve"

@@ -9,8 +9,9 @@
 
 from __future__ import annotations
 
-from signoff.model import ApprovalRequest
-from signoff.model.resolution import may_decide
+from signoff.model import ApprovalRequest, same_person
+from signoff.model.identity import contains_person
+from signoff.model.resolution import is_self_approval, may_decide
 from signoff.server.errors import forbidden
 from signoff.server.identity import Identity
 
@@ -20,9 +21,13 @@ def may_see(who: Identity, req: ApprovalRequest) -> bool:
         return True
     if who.agent:
         return req.agent == who.name
-    if req.principal.id == who.name or any(d.approver == who.name for d in req.decisions):
+    if same_person(req.principal.id, who.name, who.key) or any(
+        same_person(d.approver, who.name, who.key) for d in req.decisions
+    ):
         return True
-    return any(may_decide(cfg, req, who.name, who.roles) is None for cfg in req.review_configs)
+    return any(
+        may_decide(cfg, req, who.name, who.roles, who.key) is None for cfg in req.review_configs
+    )
 
 
 def decidable_calls(who: Identity, req: ApprovalRequest) -> set[str]:
@@ -31,16 +36,16 @@ def decidable_calls(who: Identity, req: ApprovalRequest) -> set[str]:
         return set()
     out = set()
     for cfg, call in zip(req.review_configs, req.calls, strict=True):
-        if call.resolution is not None or who.name in call.approvals:
+        if call.resolution is not None or contains_person(call.approvals, who.name, who.key):
             continue
-        if may_decide(cfg, req, who.name, who.roles) is None:
+        if may_decide(cfg, req, who.name, who.roles, who.key) is None:
             out.add(call.tool_call_id)
     return out
 
 
 def self_approval_only_reject(who: Identity, req: ApprovalRequest, tool_call_id: str) -> bool:
     """The requester may reject their own call but not approve, edit or answer it."""
-    return req.principal.id == who.name and req.config(tool_call_id).forbid_self_approval
+    return is_self_approval(req.config(tool_call_id), req, who.name, who.key)
 
 
 def may_cancel(who: Identity, req: ApprovalRequest) -> bool:

@@ -15,6 +15,8 @@ from starlette.routing import Route
 
 from signoff.checks.limits import check_submission
 from signoff.gate import request_context
+from signoff.gate.principals import UNKNOWN_PRINCIPAL, unknown_principal
+from signoff.gate.settings import GateSettings
 from signoff.model import AlreadyDecided, ApprovalRequest, CallContext, ToolCall
 from signoff.server.access import may_cancel, may_see, require_agent
 from signoff.server.actions import decide, visible_request
@@ -64,7 +66,18 @@ def _agent_context(
             f"this token belongs to agent {who.name!r}, not {body.context.agent!r}",
             field="context.agent",
         )
-    return build_context(body.context, who.name, who.trusted_roles, state.policy)
+    ctx = build_context(body.context, who.name, who.trusted_roles, state.policy)
+    _check_principal(state, ctx.principal.id)
+    return ctx
+
+
+def _check_principal(state: ServerState, principal_id: str) -> None:
+    """``gate.strict_principals``: a principal not in ``people:`` is a 422, nothing stored."""
+    if not GateSettings.from_policy(state.policy).strict_principals:
+        return
+    reason = unknown_principal(state.policy, principal_id)
+    if reason is not None:
+        raise ApiError(422, UNKNOWN_PRINCIPAL, reason, field="context.principal.id")
 
 
 async def submit(request: Request) -> Response:

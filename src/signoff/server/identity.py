@@ -9,11 +9,12 @@ directory changes what a token may do without re-issuing it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from starlette.requests import HTTPConnection
 
+from signoff.model.identity import PersonKey, person_key
 from signoff.policy import Policy
 from signoff.server.errors import forbidden, unauthorized
 from signoff.server.records import ServerDB, TokenKind, digest
@@ -25,7 +26,8 @@ Via = Literal["token", "session", "proxy"]
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """The authenticated caller. ``session_key`` is what browser CSRF tokens are bound to."""
+    """The authenticated caller. ``session_key`` is what browser CSRF tokens are bound to;
+    ``key`` compares people the policy's way (case, width and ``aliases:``)."""
 
     kind: TokenKind
     name: str
@@ -34,6 +36,7 @@ class Identity:
     via: Via = "token"
     trusted_roles: bool = False
     session_key: str | None = None
+    key: PersonKey = field(default=person_key, compare=False, repr=False)
 
     @property
     def agent(self) -> bool:
@@ -60,7 +63,15 @@ class Authenticator:
     def person(self, name: str, *, via: Via = "token", session_key: str | None = None) -> Identity:
         roles = self.policy.roles_of(name)
         admin = not roles.isdisjoint(self.settings.admin_roles)
-        return Identity("approver", name, roles, admin, via, session_key=session_key)
+        return Identity(
+            "approver",
+            name,
+            roles,
+            admin,
+            via,
+            session_key=session_key,
+            key=self.policy.person_key,
+        )
 
     async def identify(self, conn: HTTPConnection) -> Identity | None:
         """The caller, or None when no credentials were sent; a bad token is a 401 at once
