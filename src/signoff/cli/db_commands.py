@@ -61,7 +61,8 @@ def upgrade(
     grant: GrantOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Create the schema, or bring it to this version of signoff (safe to run any time)."""
+    """Create the schema, or bring it to this version of signoff, and restore the audit log's
+    append-only triggers (safe to run any time)."""
     target = _store(config, store)
     if grant and type(target).__name__ != "PostgresStore":
         fail("--grant is for PostgreSQL stores", 2)
@@ -77,6 +78,12 @@ def upgrade(
         out.print(f"{report['store']}: migrated to version {report['version']} (applied {applied})")
     else:
         out.print(f"{report['store']}: schema is up to date (version {report['version']})")
+    if report["audit_triggers_repaired"]:
+        repaired = ", ".join(report["audit_triggers_repaired"])
+        out.print(
+            f"audit log: {repaired} — run `signoff audit verify` to see what changed while "
+            "they were missing"
+        )
     if grant:
         out.print(f"granted {grant} what a replica needs (audit: SELECT and INSERT only)")
 
@@ -148,6 +155,7 @@ async def _upgrade(store: Store, role: str | None) -> dict[str, Any]:
     try:
         current, _ = await _versions(store)
         applied = list(getattr(store, "migrations_applied", []))
+        repaired = await _repair_audit_triggers(store)
         server_tables = await _server_tables(store)
         if role:
             await store.grant(role, server=server_tables)  # type: ignore[attr-defined]
@@ -159,7 +167,17 @@ async def _upgrade(store: Store, role: str | None) -> dict[str, Any]:
         "applied": applied,
         "server_tables": server_tables,
         "granted_to": role,
+        "audit_triggers_repaired": repaired,
     }
+
+
+async def _repair_audit_triggers(store: Store) -> list[str]:
+    """SQLite recreated missing triggers when it opened; PostgreSQL needs the owner's hand."""
+    repair = getattr(store, "repair_audit_triggers", None)
+    if repair is not None:
+        repaired: list[str] = await repair()
+        return repaired
+    return [f"recreated {name}" for name in getattr(store, "triggers_recreated", ())]
 
 
 async def _server_tables(store: Store) -> bool:

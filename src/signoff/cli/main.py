@@ -449,35 +449,7 @@ def cancel_cmd(
 
 
 # ---------------------------------------------------------------------- audit
-@audit_app.command("verify")
-def audit_verify(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
-    """Walk the hash chain: exit 0 when intact, 1 naming the first broken row."""
-    with open_gate(config) as gate:
-        result = run_or_fail(gate, _verify(gate))
-    if as_json:
-        emit_json(
-            {
-                "ok": result.ok,
-                "checked": result.checked,
-                "broken_seq": result.broken_seq,
-                "problem": result.problem,
-            }
-        )
-    elif result.ok:
-        out.print(f"[green]✓[/] audit log intact ({result.checked} rows)")
-    else:
-        err.print(
-            f"[bold red]✗ audit log broken at row {result.broken_seq}:[/] "
-            f"{result.problem} ({result.checked} rows checked)"
-        )
-    raise typer.Exit(0 if result.ok else 1)
-
-
-async def _verify(gate: Gate) -> Any:
-    await gate.astart()
-    return await gate.store.verify_audit()
-
-
+# `audit verify` and `audit anchor` live in signoff/cli/audit_commands.py.
 @audit_app.command("export")
 def audit_export(
     fmt: Annotated[str, typer.Option("--format", help="jsonl or csv.")] = "jsonl",
@@ -581,6 +553,7 @@ COMMAND_MODULES = (
     "signoff.cli.mcp_commands",
     "signoff.cli.langchain_commands",
     "signoff.cli.db_commands",
+    "signoff.cli.audit_commands",
 )
 
 

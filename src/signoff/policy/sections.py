@@ -51,6 +51,13 @@ SECTIONS: tuple[Section, ...] = (
         checker="signoff.gate.settings:check_sections",
     ),
     Section(
+        "audit",
+        "runtime",
+        "Signed checkpoints of the audit log, written outside the database: `key`, `anchor`, "
+        "`anchor_every`, `anchor_interval`, `signer`.",
+        checker="signoff.audit.settings:check_sections",
+    ),
+    Section(
         "channels",
         "runtime",
         "Notification channels: Slack, Discord, e-mail, LINE, "

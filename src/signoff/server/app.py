@@ -2,8 +2,10 @@
 
 ``create_app(gate)`` builds it; start-up opens the store (running its migrations), starts
 the gate's expiry sweeper, opens the server's own tables and subscribes the SSE hub to the
-store. Shutdown ends event streams and answers waiting long-polls first, so uvicorn's
-graceful shutdown is not held up by clients that would otherwise wait up to a minute.
+store; with ``audit.anchor`` set it also writes signed checkpoints of the audit log
+(:mod:`signoff.audit`), the last one at shutdown. Shutdown ends event streams and answers
+waiting long-polls first, so uvicorn's graceful shutdown is not held up by clients that would
+otherwise wait up to a minute.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
+from signoff.audit import Anchorer
 from signoff.gate import Gate
 from signoff.model import SignoffError
 from signoff.server import api_audit, api_events, api_requests, hooks, inbox, links, ops, signin
@@ -76,11 +79,16 @@ def create_app(
         state.secret = await db.secret()
         count_channel_failures(gate, metrics)
         state.hub.start()
+        anchorer = Anchorer.from_policy(gate.store, gate.policy)  # audit.anchor: checkpoints
+        if anchorer is not None:
+            anchorer.start()
         log.info("signoff server ready", extra={"store": gate.store.url})
         try:
             yield
         finally:
             stop(app)
+            if anchorer is not None:
+                await anchorer.stop()  # the last checkpoint, at shutdown
             await db.close()
             if owns_gate:
                 await gate.aclose()

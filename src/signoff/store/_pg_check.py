@@ -112,8 +112,8 @@ async def _triggers(conn: Conn, schema: str, report: StoreCheck) -> None:
         report.add(
             "audit_triggers",
             False,
-            f"{', '.join(problems)}: the audit log can be rewritten; restore the triggers "
-            "(signoff/store/_pg_schema.py) and run `signoff audit verify`",
+            f"{', '.join(problems)}: the audit log can be rewritten; run `signoff db upgrade` "
+            "as the schema's owner (it restores them), then `signoff audit verify`",
         )
     else:
         report.add("audit_triggers", True, ", ".join(AUDIT_TRIGGERS))

@@ -27,6 +27,26 @@ from psycopg import AsyncConnection, sql
 from signoff.model import StoreError
 from signoff.store.audit import GENESIS_HASH
 
+# The audit table's append-only guards: created by the first migration; ``signoff db upgrade``
+# (as the owner) recreates or re-enables them (:func:`repair_audit_triggers`).
+_AUDIT_REFUSE = """FUNCTION {s}.audit_refuse() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        RAISE EXCEPTION 'audit log is append-only (% refused)', TG_OP
+            USING ERRCODE = 'insufficient_privilege';
+    END
+    $fn$"""
+_AUDIT_TRIGGER_SQL = {
+    "audit_no_update_or_delete": """CREATE TRIGGER audit_no_update_or_delete
+       BEFORE UPDATE OR DELETE ON {s}.audit
+       FOR EACH ROW EXECUTE FUNCTION {s}.audit_refuse()""",
+    "audit_no_truncate": """CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON {s}.audit
+       FOR EACH STATEMENT EXECUTE FUNCTION {s}.audit_refuse()""",
+}
+_AUDIT_REVOKES = (
+    "REVOKE UPDATE, DELETE, TRUNCATE ON {s}.audit FROM PUBLIC",
+    "REVOKE UPDATE, DELETE, TRUNCATE ON {s}.audit FROM CURRENT_USER",
+)
+
 _V1 = (
     """CREATE TABLE {s}.requests (
         id            text PRIMARY KEY,
@@ -114,18 +134,9 @@ _V1 = (
         RETURN head_seq;
     END
     $fn$""",
-    """CREATE FUNCTION {s}.audit_refuse() RETURNS trigger LANGUAGE plpgsql AS $fn$
-    BEGIN
-        RAISE EXCEPTION 'audit log is append-only (% refused)', TG_OP
-            USING ERRCODE = 'insufficient_privilege';
-    END
-    $fn$""",
-    """CREATE TRIGGER audit_no_update_or_delete BEFORE UPDATE OR DELETE ON {s}.audit
-       FOR EACH ROW EXECUTE FUNCTION {s}.audit_refuse()""",
-    """CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON {s}.audit
-       FOR EACH STATEMENT EXECUTE FUNCTION {s}.audit_refuse()""",
-    "REVOKE UPDATE, DELETE, TRUNCATE ON {s}.audit FROM PUBLIC",
-    "REVOKE UPDATE, DELETE, TRUNCATE ON {s}.audit FROM CURRENT_USER",
+    "CREATE " + _AUDIT_REFUSE,
+    *_AUDIT_TRIGGER_SQL.values(),
+    *_AUDIT_REVOKES,
 )
 
 _V2 = (
@@ -229,7 +240,7 @@ _V4 = (
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
-AUDIT_TRIGGERS = ("audit_no_update_or_delete", "audit_no_truncate")
+AUDIT_TRIGGERS = tuple(_AUDIT_TRIGGER_SQL)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _VERSION_TABLE = """CREATE TABLE IF NOT EXISTS {s}.schema_migrations (
@@ -238,9 +249,12 @@ _VERSION_TABLE = """CREATE TABLE IF NOT EXISTS {s}.schema_migrations (
 )"""
 
 
-def _q(template: str, schema: str) -> sql.Composed:
+def _q(template: str, schema: str, t: sql.Composable | None = None) -> sql.Composed:
     return sql.SQL(template).format(
-        s=sql.Identifier(schema), schema=sql.Literal(schema), genesis=sql.Literal(GENESIS_HASH)
+        s=sql.Identifier(schema),
+        schema=sql.Literal(schema),
+        genesis=sql.Literal(GENESIS_HASH),
+        **({"t": t} if t is not None else {}),
     )
 
 
@@ -328,3 +342,41 @@ async def grant(conn: AsyncConnection[Any], schema: str, role: str, *, server: b
         await conn.execute(
             sql.SQL(statement).format(s=sql.Identifier(schema), role=sql.Identifier(role))
         )
+
+
+_TRIGGER_STATE = """
+SELECT t.tgname, t.tgenabled FROM pg_trigger t
+JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relname = 'audit' AND NOT t.tgisinternal
+"""
+
+
+async def audit_trigger_problems(conn: AsyncConnection[Any], schema: str) -> list[str]:
+    """``missing NAME`` / ``NAME disabled`` for each append-only trigger not in force."""
+    cur = await conn.execute(_TRIGGER_STATE, (schema,))
+    found = {name: state for name, state in await cur.fetchall()}
+    return [f"missing {name}" for name in AUDIT_TRIGGERS if name not in found] + [
+        f"{name} disabled" for name in AUDIT_TRIGGERS if found.get(name) == "D"
+    ]
+
+
+async def repair_audit_triggers(conn: AsyncConnection[Any], schema: str) -> list[str]:
+    """Recreate missing and re-enable disabled audit triggers, and revoke UPDATE, DELETE and
+    TRUNCATE again; returns what was repaired. Needs the table's owner (an app role may not
+    create triggers): ``signoff db upgrade`` runs it."""
+    repaired: list[str] = []
+    async with conn.transaction():
+        for problem in await audit_trigger_problems(conn, schema):
+            name = problem.split()[-1] if problem.startswith("missing") else problem.split()[0]
+            if problem.startswith("missing"):
+                await conn.execute(_q("CREATE OR REPLACE " + _AUDIT_REFUSE, schema))
+                await conn.execute(_q(_AUDIT_TRIGGER_SQL[name], schema))
+                repaired.append(f"recreated {name}")
+            else:
+                await conn.execute(
+                    _q("ALTER TABLE {s}.audit ENABLE TRIGGER {t}", schema, sql.Identifier(name))
+                )
+                repaired.append(f"enabled {name}")
+        for statement in _AUDIT_REVOKES:
+            await conn.execute(_q(statement, schema))
+    return repaired

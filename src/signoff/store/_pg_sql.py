@@ -163,6 +163,7 @@ class Statements:
     check_writable: sql.Composed
     audit_chunk: sql.Composed
     audit_top: sql.Composed
+    audit_last: sql.Composed
     foreign_changes: sql.Composed
 
     @classmethod
@@ -210,6 +211,8 @@ class Statements:
                 f"SELECT {AUDIT_SELECT} FROM {{s}}.audit WHERE seq > %s ORDER BY seq LIMIT %s"
             ),
             audit_top=q("SELECT seq FROM {s}.audit_head WHERE id = 1"),
+            # the last row itself, not audit_head: a checkpoint signs what is in the table
+            audit_last=q("SELECT seq, hash FROM {s}.audit ORDER BY seq DESC LIMIT 1"),
             foreign_changes=q(
                 "SELECT request_id, event FROM {s}.audit WHERE seq > %s AND seq <= %s "
                 "AND request_id IS NOT NULL AND origin IS DISTINCT FROM %s ORDER BY seq"

@@ -93,8 +93,8 @@ def _triggers(conn: sqlite3.Connection, report: StoreCheck) -> None:
         report.add(
             "audit_triggers",
             False,
-            f"missing {', '.join(missing)}: the audit log can be rewritten; recreate them "
-            "(signoff/store/_sqlite_schema.py) and run `signoff audit verify`",
+            f"missing {', '.join(missing)}: the audit log can be rewritten; opening the "
+            "store recreates them (`signoff db upgrade`), then run `signoff audit verify`",
         )
     else:
         report.add("audit_triggers", True, ", ".join(AUDIT_TRIGGERS))

@@ -2,18 +2,33 @@
 
 The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[i]`` takes a database from
 version ``i`` to ``i + 1``. ``migrate`` applies the missing ones in one ``BEGIN IMMEDIATE``
-transaction, so two processes opening a fresh file at once cannot both create it.
+transaction, so two processes opening a fresh file at once cannot both create it. The same
+transaction recreates the audit table's append-only triggers if someone dropped them.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
 from signoff.model import StoreError
 
+log = logging.getLogger("signoff.store")
+
 SYNCHRONOUS = {"NORMAL": 1, "FULL": 2, "EXTRA": 3}
+
+# The append-only guards of the audit table. Created by the first migration, and recreated
+# by every open when missing (:func:`migrate`): whoever can write the file can drop them, and
+# nothing else would notice until the next `signoff db check`.
+AUDIT_TRIGGER_SQL = {
+    "audit_no_update": """CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+       BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END""",
+    "audit_no_delete": """CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+       BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END""",
+}
 
 _V1 = (
     """CREATE TABLE requests (
@@ -65,10 +80,7 @@ _V1 = (
     )""",
     "CREATE INDEX audit_request ON audit (request_id) WHERE request_id IS NOT NULL",
     "CREATE INDEX audit_tool_event_at ON audit (tool, event, at)",
-    """CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
-       BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END""",
-    """CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
-       BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END""",
+    *AUDIT_TRIGGER_SQL.values(),
 )
 
 
@@ -171,7 +183,7 @@ def _v4(conn: sqlite3.Connection) -> None:
 
 
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
-AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
+AUDIT_TRIGGERS = tuple(AUDIT_TRIGGER_SQL)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -218,11 +230,19 @@ def connect(
     return conn
 
 
-def prepare(conn: sqlite3.Connection, path: str, synchronous: str) -> int:
-    """Switch to WAL, migrate, and check the settings durability depends on.
+class Prepared(NamedTuple):
+    """What opening did to the schema: its version, and the audit triggers it recreated."""
 
-    Returns the schema version. A ``kill -9`` cannot tell FULL from OFF, so the settings are
-    asserted here instead of trusted (see research/durability-scale.md §3).
+    version: int
+    recreated_triggers: tuple[str, ...] = ()
+
+
+def prepare(conn: sqlite3.Connection, path: str, synchronous: str) -> Prepared:
+    """Switch to WAL, migrate, recreate missing audit triggers, and check the settings
+    durability depends on.
+
+    A ``kill -9`` cannot tell FULL from OFF, so the settings are asserted here instead of
+    trusted (see research/durability-scale.md §3).
     """
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":
@@ -236,7 +256,7 @@ def prepare(conn: sqlite3.Connection, path: str, synchronous: str) -> int:
     return migrate(conn, path)
 
 
-def migrate(conn: sqlite3.Connection, path: str) -> int:
+def migrate(conn: sqlite3.Connection, path: str) -> Prepared:
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -248,8 +268,29 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
         for step in MIGRATIONS[version:]:
             step(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        recreated = restore_audit_triggers(conn)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return SCHEMA_VERSION
+    if recreated:
+        log.warning(
+            "the audit log's append-only triggers were missing and have been recreated; "
+            "run `signoff audit verify` (with the checkpoints) to see what changed meanwhile",
+            extra={"store": path, "triggers": list(recreated)},
+        )
+    return Prepared(SCHEMA_VERSION, recreated)
+
+
+def restore_audit_triggers(conn: sqlite3.Connection) -> tuple[str, ...]:
+    """Create the audit triggers that are missing (inside the caller's write transaction)."""
+    found = {
+        name
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'"
+        )
+    }
+    missing = tuple(name for name in AUDIT_TRIGGERS if name not in found)
+    for name in missing:
+        conn.execute(AUDIT_TRIGGER_SQL[name])
+    return missing

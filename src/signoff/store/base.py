@@ -322,6 +322,12 @@ class Store(Protocol):
 
     async def read_audit(self, query: AuditQuery = AuditQuery()) -> list[AuditRecord]: ...
 
+    async def audit_head(self) -> tuple[int, str]:
+        """``(seq, hash)`` of the last written audit row; ``(0, GENESIS_HASH)`` when empty.
+
+        What a signed checkpoint records (:mod:`signoff.audit`); one indexed read."""
+        ...
+
     async def verify_audit(self) -> AuditVerification:
         """Walk the hash chain from the first row; report the first broken row."""
         ...

@@ -316,6 +316,11 @@ class MemoryStore(MemoryOutbox):
             rows = [r for r in self._audit if r.seq > query.after_seq and _matches(r, query)]
         return rows[: query.limit]
 
+    async def audit_head(self) -> tuple[int, str]:
+        with self._lock:
+            self._flush_locked()
+            return (self._audit[-1].seq, self._audit[-1].hash) if self._audit else (0, GENESIS_HASH)
+
     async def verify_audit(self) -> AuditVerification:
         with self._lock:
             self._flush_locked()

@@ -70,12 +70,19 @@ from signoff.store._pg_listen import Listener
 from signoff.store._pg_outbox import OutboxStatements, channels_param, claim_params, ref_json
 from signoff.store._pg_outbox import rows_json as outbox_json
 from signoff.store._pg_outbox import to_item as outbox_item
-from signoff.store._pg_schema import SCHEMA_VERSION, current_version, grant, migrate
+from signoff.store._pg_schema import (
+    SCHEMA_VERSION,
+    audit_trigger_problems,
+    current_version,
+    grant,
+    migrate,
+    repair_audit_triggers,
+)
 from signoff.store._pg_sql import Statements
 from signoff.store._pg_wake import Wakeups
 from signoff.store._quarantine import QuarantineLog, Unreadable, cancelled_event, split, to_request
 from signoff.store._waiting import wait_until_terminal
-from signoff.store.audit import ChainVerifier
+from signoff.store.audit import GENESIS_HASH, ChainVerifier
 from signoff.store.base import (
     PROMPT_KINDS,
     AuditQuery,
@@ -194,6 +201,7 @@ class PostgresStore:
             with connections.errors("migrating the schema"):
                 self.migrations_applied = await migrate(first, self.schema)
                 self._clock_offset = await _clock_offset(first)
+                guards = await audit_trigger_problems(first, self.schema)
             await connections.open(first)
         except BaseException:
             await first.close()
@@ -215,6 +223,13 @@ class PostgresStore:
             if self._atexit is None:
                 self._atexit = functools.partial(_close_at_exit, weakref.ref(self))
                 atexit.register(self._atexit)
+        if guards:  # an app role cannot recreate them; the owner's `db upgrade` does
+            log.warning(
+                "the audit log's append-only triggers are not in force (%s): run "
+                "`signoff db upgrade` as the schema's owner, then `signoff audit verify`",
+                ", ".join(guards),
+                extra={"schema": self.schema},
+            )
         if abs(self._clock_offset.total_seconds()) > 1.0:
             log.warning(
                 "this machine's clock differs from the database's",
@@ -814,6 +829,13 @@ class PostgresStore:
 
         return await self._call(lambda: self._retry_read("reading the audit log", read))
 
+    async def audit_head(self) -> tuple[int, str]:
+        async def read(conn: Conn) -> tuple[int, str]:
+            row = await (await conn.execute(self._sql.audit_last)).fetchone()
+            return (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
+
+        return await self._call(lambda: self._retry_read("reading the audit log's head", read))
+
     async def verify_audit(self) -> AuditVerification:
         """Walk the chain in chunks: rows are fetched on the store loop, hashed on a thread."""
         verifier = ChainVerifier()
@@ -874,6 +896,15 @@ class PostgresStore:
             await grant(conn, self.schema, role, server=server)
 
         await self.run(job, doing=f"granting {role} access")
+
+    async def repair_audit_triggers(self) -> list[str]:
+        """Recreate or re-enable the audit log's append-only triggers (as the schema's owner,
+        after opening: ``signoff db upgrade``); returns what was repaired."""
+
+        async def job(conn: Conn) -> list[str]:
+            return await repair_audit_triggers(conn, self.schema)
+
+        return await self.run(job, doing="repairing the audit triggers", write=True)
 
     async def schema_version(self) -> tuple[int, int]:
         """(the database's schema version, the one this signoff writes), without migrating."""

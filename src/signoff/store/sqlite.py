@@ -56,7 +56,7 @@ from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_e
 from signoff.store._sqlite_watcher import DataVersionWatcher
 from signoff.store._sqlite_writer import WriterThread
 from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
-from signoff.store.audit import ChainVerifier
+from signoff.store.audit import GENESIS_HASH, ChainVerifier
 from signoff.store.base import (
     PROMPT_KINDS,
     AuditQuery,
@@ -119,6 +119,7 @@ class SQLiteStore:
         self._atexit: Callable[[], None] | None = None
         self._counters = {"transactions": 0, "txn_seconds": 0.0, "cross_process_wakes": 0}
         self._quarantine_log = QuarantineLog()
+        self.triggers_recreated: tuple[str, ...] = ()  # audit triggers the last open restored
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
@@ -190,7 +191,7 @@ class SQLiteStore:
         conn = self._connect()
         try:
             with sqlite_errors(self.path, "preparing the schema"):
-                prepare(conn, self.path, self.synchronous)
+                self.triggers_recreated = prepare(conn, self.path, self.synchronous)[1]
         except BaseException:
             conn.close()
             raise
@@ -675,6 +676,13 @@ class SQLiteStore:
 
     async def read_audit(self, query: AuditQuery = AuditQuery()) -> list[AuditRecord]:
         return await self._read(lambda c: rows.select_audit(c, query), "reading the audit log")
+
+    async def audit_head(self) -> tuple[int, str]:
+        def job(conn: sqlite3.Connection) -> tuple[int, str]:
+            row = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+            return (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
+
+        return await self._read(job, "reading the audit log's head")
 
     async def verify_audit(self) -> AuditVerification:
         """Walk the chain in chunks on a connection of its own: constant memory, no blocking."""
