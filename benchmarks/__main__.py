@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import channels, cycles, guard, policy, resume, server
+from benchmarks import channels, cycles, grants, guard, policy, resume, server
 from benchmarks import langchain as langchain_agents
 from benchmarks import mcp as mcp_proxy
 from benchmarks import postgres as postgres_replicas
@@ -67,6 +67,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "channels",
             channels,
             "Channels: submit -> first notification received; forged callbacks accepted",
+        ),
+        _entry(
+            "grants",
+            grants,
+            "Grants: check with 1,000 active grants vs none; revocation seen by another process",
         ),
     )
 }

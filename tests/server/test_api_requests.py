@@ -307,11 +307,15 @@ def test_quorum_progress_is_shown_until_the_second_approval(server: Server) -> N
 
 def test_thread_scope_approves_later_calls_on_the_thread(server: Server) -> None:
     rid = server.pending()
-    server.client("bob").post(
+    decided = server.client("bob").post(
         f"/v1/requests/{rid}/decisions", json=[{"type": "approve", "scope": "thread"}]
     )
+    [grant] = decided.json()["grants"]
     later = server.submit([transfer(60_000, "call_9")])
-    assert later.json()["status"] == "resolved"
+    # a grant decides at the check: allowed at once, nothing stored, the grant named
+    assert later.status_code == 200 and "id" not in later.json()
+    [verdict] = later.json()["verdicts"]
+    assert verdict["verdict"] == "allow" and verdict["grant"] == grant["id"]
 
 
 # ---------------------------------------------------------------------- wait

@@ -35,7 +35,18 @@ if TYPE_CHECKING:
 M = TypeVar("M", bound=BaseModel)
 _REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
-WebhookEvent = Literal["created", "decided", "expired", "cancelled", "escalated"]
+WebhookEvent = Literal[
+    "created",
+    "decided",
+    "expired",
+    "cancelled",
+    "escalated",
+    "grant_created",
+    "grant_revoked",
+    "grant_expired",
+    "reattached",
+    "reconciled",
+]
 WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = get_args(WebhookEvent)
 
 

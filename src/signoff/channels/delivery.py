@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("signoff.channels")
 
+#: Changes of a request that prompt nobody but webhook subscribers may ask to hear of.
+#: (``grant_revoked`` and ``grant_expired`` belong to no request: not sent through the outbox.)
+TOLD_EVENTS = ("grant_created", "reattached", "reconciled")
+
 
 class Links(Protocol):
     """Issues personal one-click links (the server's ``LinkIssuer``)."""
@@ -133,6 +137,9 @@ class Delivery:
         items: list[OutboxItem] = []
         if req.pending and any(e.event == "escalated" for e in tr.events):
             items += self.planner.escalated(req, utcnow())
+        for told in TOLD_EVENTS:
+            if any(e.event == told for e in tr.events):
+                items += self.planner.told(req, told, utcnow())
         if req.terminal:
             await self.outbox.cancel_outbox_for(req.id)
             items += self.planner.resolved(req, await self.outbox.outbox_for(req.id), utcnow())

@@ -146,14 +146,22 @@ class Planner:
                 items.append(_row(req, m.name, kind, target, at, extra, data or {}))
         return items
 
-    def _events(self, req: ApprovalRequest, event: str, at: datetime) -> list[OutboxItem]:
+    def told(self, req: ApprovalRequest, event: str, now: datetime) -> list[OutboxItem]:
+        """Event rows for a change that prompts nobody but subscribers may follow (an approval
+        that also granted, a re-attached or a reconciled request); keyed by the request's
+        version, so each change is told once."""
+        return self._events(req, event, now, key=f"{event}-{req.version}")
+
+    def _events(
+        self, req: ApprovalRequest, event: str, at: datetime, key: str | None = None
+    ) -> list[OutboxItem]:
         names = notify_names(req)
         items = []
         for m in self.messengers.values():
             if "event" not in m.kinds or (names is not None and m.name not in names):
                 continue
             for target in m.targets([], "event", event):
-                items.append(_row(req, m.name, "event", target, at, event, {"event": event}))
+                items.append(_row(req, m.name, "event", target, at, key or event, {"event": event}))
         return items
 
 

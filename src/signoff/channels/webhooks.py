@@ -3,7 +3,9 @@
 **Out**: each subscriber in ``channels.webhooks`` gets ``approval.created``,
 ``approval.decided``, ``approval.expired``, ``approval.cancelled`` and
 ``approval.escalated`` events (those in its ``events`` list) — the way an agent platform
-learns it can resume a paused graph. Headers: ``webhook-id`` (the outbox row id, the same
+learns it can resume a paused graph — and ``approval.grant_created`` (an approval that also
+created a grant; ``data.grant_ids``), ``approval.reattached`` and ``approval.reconciled``.
+Headers: ``webhook-id`` (the outbox row id, the same
 on every retry: the subscriber's dedupe key), ``webhook-timestamp`` (this attempt, unix
 seconds) and ``webhook-signature: v1,<base64 HMAC-SHA256(key, "{id}.{timestamp}.{body}")>``.
 410 Gone means the subscriber is gone: no more attempts.
@@ -126,6 +128,8 @@ def payload(req: ApprovalRequest, event: str, out: Outgoing) -> dict[str, Any]:
     if req.inquiry is not None:
         data["question"] = req.inquiry.question
         data["choices"] = req.inquiry.choices
+    if event == "grant_created":  # the standing approvals the request's approvals created
+        data["grant_ids"] = [d.grant_id for d in req.decisions if d.grant_id]
     return {
         "type": f"approval.{event}",
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),

@@ -34,6 +34,7 @@ from signoff.model import (
     PolicyError,
     SignoffError,
     ToolCall,
+    utcnow,
 )
 from signoff.policy import Policy
 
@@ -172,10 +173,14 @@ def policy_explain(
     principal: Annotated[str | None, typer.Option("--principal", help="Caller id.")] = None,
     roles: Annotated[str | None, typer.Option("--roles", help="Comma-separated roles.")] = None,
     context: Annotated[str | None, typer.Option("--context", help="Context as JSON.")] = None,
+    grants: Annotated[
+        bool, typer.Option("--grants", help="Also show the active grants that would apply.")
+    ] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the verdict for one call and why: rule, approvers, quorum, deadline."""
+    """Show the verdict for one call and why: rule, approvers, quorum, deadline (and, with
+    --grants, the standing grants that would decide it instead of a human)."""
     policy = load_policy(config)
     call_args = parse_json_object(args, "--args")
     ctx_fields = parse_json_object(context, "--context") if context else {}
@@ -186,11 +191,23 @@ def policy_explain(
     except InvalidInput as exc:
         fail(f"refused by limits: {exc}", 2)
     ctx = build_context(policy, principal, roles, ctx_fields)
-    explanation = policy.explain(ToolCall(tool, call_args), ctx)
+    call = ToolCall(tool, call_args)
+    explanation = policy.explain(call, ctx)
+    found: list[Any] = []
+    if grants and explanation.verdict is not None:
+        from signoff.cli.grant_commands import explain_grants, grant_json, print_explained_grants
+
+        found, summary = explain_grants(config, call, ctx, explanation.verdict)
     if as_json:
-        emit_json(explanation.to_dict())
+        doc = explanation.to_dict()
+        if grants:
+            now = utcnow()
+            doc["grants"] = [grant_json(g, now) for g in found]
+        emit_json(doc)
         return
     render.explanation(out, explanation)
+    if grants:
+        print_explained_grants(found, summary)
 
 
 @policy_app.command("test")
@@ -349,7 +366,9 @@ def approve(
     for_thread: Annotated[
         bool,
         typer.Option(
-            "--for-thread", help="Also approve later calls of the same tool on this thread."
+            "--for-thread",
+            help="Also grant later calls of the same tool under the same rule, from the same "
+            "agent for the same principal on this thread, until grants.default_ttl.",
         ),
     ] = False,
     config: ConfigOpt = None,
@@ -554,6 +573,7 @@ COMMAND_MODULES = (
     "signoff.cli.langchain_commands",
     "signoff.cli.db_commands",
     "signoff.cli.audit_commands",
+    "signoff.cli.grant_commands",
 )
 
 

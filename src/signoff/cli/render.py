@@ -255,6 +255,9 @@ def decision_summary(out: Console, r: ApprovalRequest, approver: str) -> None:
                 )
             )
     out.print(line(f"request {r.id} is {r.status}"))
+    granted = [d.grant_id for d in r.decisions if d.grant_id and d.approver == approver]
+    for grant_id in dict.fromkeys(granted):
+        out.print(line("also granted ", (grant_id, "bold"), " (`signoff grant list` shows it)"))
 
 
 def explanation(out: Console, e: Any) -> None:

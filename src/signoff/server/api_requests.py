@@ -8,6 +8,8 @@ gate's public async API. Errors from the gate become HTTP answers in :mod:`.erro
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -17,7 +19,7 @@ from signoff.checks.limits import check_submission
 from signoff.gate import request_context
 from signoff.gate.principals import UNKNOWN_PRINCIPAL, unknown_principal
 from signoff.gate.settings import GateSettings
-from signoff.model import AlreadyDecided, ApprovalRequest, CallContext, ToolCall
+from signoff.model import AlreadyDecided, ApprovalRequest, CallContext, ToolCall, utcnow
 from signoff.server.access import may_cancel, may_see, require_agent
 from signoff.server.actions import decide, visible_request
 from signoff.server.bodies import (
@@ -38,6 +40,7 @@ from signoff.server.wire import (
     InquiryBody,
     SubmitBody,
     build_context,
+    grant_view,
     request_view,
     tool_calls,
 )
@@ -160,11 +163,32 @@ async def post_decisions(request: Request) -> Response:
     if not isinstance(data, list):
         raise invalid("decisions must be a list of {tool_call_id, type, ...}", "decisions")
     channel = "web" if who.browser else "api"
+    started = utcnow()
     try:
         req = await decide(state, who, request.path_params["id"], data, channel)
     except AlreadyDecided as exc:
         raise _already_decided(exc, await state.gate.get(exc.request_id)) from None
-    return JSONResponse(request_view(req))
+    view = request_view(req)
+    view["grants"] = await _grants_created(state, who, req, channel, started)
+    return JSONResponse(view)
+
+
+async def _grants_created(
+    state: ServerState, who: Identity, req: ApprovalRequest, channel: str, since: datetime
+) -> list[dict[str, Any]]:
+    """The grants the decisions just posted created (approvals with a wider ``scope``)."""
+    ids = [
+        d.grant_id
+        for d in req.decisions
+        if d.grant_id and d.approver == who.name and d.channel == channel and d.at >= since
+    ]
+    now = utcnow()
+    views = []
+    for grant_id in dict.fromkeys(ids):
+        grant = await state.gate.store.get_grant(grant_id)
+        if grant is not None:
+            views.append(grant_view(grant, now))
+    return views
 
 
 def _already_decided(exc: AlreadyDecided, req: ApprovalRequest) -> ApiError:

@@ -25,7 +25,18 @@ from starlette.staticfiles import StaticFiles
 from signoff.audit import Anchorer
 from signoff.gate import Gate
 from signoff.model import SignoffError
-from signoff.server import api_audit, api_events, api_requests, hooks, inbox, links, ops, signin
+from signoff.server import (
+    api_audit,
+    api_events,
+    api_grants,
+    api_requests,
+    hooks,
+    inbox,
+    inbox_grants,
+    links,
+    ops,
+    signin,
+)
 from signoff.server.client_limits import ClientLimits
 from signoff.server.db import server_db_for
 from signoff.server.errors import (
@@ -96,11 +107,13 @@ def create_app(
     app = Starlette(
         routes=[
             *api_requests.routes,
+            *api_grants.routes,
             *api_events.routes,
             *api_audit.routes,
             *ops.routes,
             *signin.routes,
             *inbox.routes,
+            *inbox_grants.routes,
             *links.routes,
             *hooks.routes,
             Mount(

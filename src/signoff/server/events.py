@@ -19,13 +19,18 @@ from typing import Any
 from signoff.model import ApprovalRequest
 from signoff.store import Store
 
-#: Store listener events → the event types the API publishes.
+#: Store listener events (the last audit event of a committed change of a request) → the
+#: event types the API publishes. ``grant_revoked`` and ``grant_expired`` change no request,
+#: so no stream hears of them; the Grants page and ``GET /v1/grants`` show the current state.
 EVENT_TYPES = {
     "created": "created",
     "decided": "decided",
     "auto_approved": "decided",
     "resolved": "decided",
     "escalated": "escalated",
+    "grant_created": "decided",  # the last event of an approve that also granted
+    "reconciled": "decided",  # a person recorded how an interrupted call ended
+    "reattached": "decided",  # a restarted agent took the request up again
     "expired": "expired",
     "cancelled": "cancelled",
 }

@@ -15,7 +15,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from signoff.gate.granting import grant_from_decision
 from signoff.model import ApprovalRequest, NotFound, SignoffError
+from signoff.model.grants import GrantRequest
 from signoff.server.access import decidable_calls, may_see
 from signoff.server.actions import decide
 from signoff.server.api_audit import Visibility, audit_query
@@ -28,6 +30,7 @@ from signoff.server.presenter import FieldError, parse_edit, present, redact
 from signoff.server.state import ServerState, state_of
 
 HISTORY_STATUSES = ("resolved", "expired", "cancelled")
+THREAD_GRANT = GrantRequest(kind="thread")
 
 
 async def signed_in(request: Request, state: ServerState) -> Identity | Response:
@@ -125,11 +128,28 @@ def _request_response(
     posted: dict[str, str] | None = None,
     status: int = 200,
 ) -> Response:
-    page = present(req, who, state.settings.ui.redactor(), error, posted)
+    texts = grant_previews(state, who, req)
+    page = present(req, who, state.settings.ui.redactor(), error, posted, texts)
     name = "_request_body.html" if request.query_params.get("partial") else "request.html"
     return render(
         state.templates, request, name, context(state, who, p=page, page="request"), status=status
     )
+
+
+def grant_previews(state: ServerState, who: Identity, req: ApprovalRequest) -> dict[str, str]:
+    """For each call ``who`` may approve now: the sentence of the grant that approving it
+    "for the thread" would create — built by the gate's own code, so the checkbox states
+    exactly what is granted (none where the policy forbids it, or for a quorum)."""
+    texts = {}
+    for call_id in decidable_calls(who, req):
+        try:
+            grant = grant_from_decision(
+                state.gate, req, call_id, THREAD_GRANT, who.name, None, "decisions[0]"
+            )
+        except SignoffError:
+            continue
+        texts[call_id] = grant.describe()
+    return texts
 
 
 async def decide_form(request: Request) -> Response:

@@ -30,6 +30,8 @@ _BODIES: list[type[BaseModel]] = [
     wire.InquiryBody,
     wire.CancelBody,
     wire.ExecutionBody,
+    wire.GrantBody,
+    wire.RevokeGrantBody,
     DecisionsBody,
     Decision,
 ]
@@ -37,6 +39,9 @@ _RESPONSES: list[type[BaseModel]] = [
     wire.SubmitOut,
     wire.RequestOut,
     wire.RequestList,
+    wire.DecisionOut,
+    wire.GrantOut,
+    wire.GrantList,
     wire.EventOut,
     wire.AuditPage,
     wire.Health,
@@ -71,7 +76,7 @@ def _responses(
     descriptions = {
         401: "No or unknown credentials",
         403: "Not allowed (role, self-approval, other agent's request, CSRF, origin)",
-        404: "No such request",
+        404: "No such request (or grant)",
         409: "Already decided (says by whom, when, what), already executed, or id conflict",
         422: "Invalid body or parameter; `field` names it",
         503: "The store is unavailable (fail closed)",
@@ -178,7 +183,7 @@ def _operations(long_poll_max: float) -> dict[str, Any]:
                 "security": _AUTH,
                 "parameters": _path_id("id"),
                 "requestBody": decisions_body,
-                "responses": _responses(200, "RequestOut", 401, 403, 404, 409, 422, 503),
+                "responses": _responses(200, "DecisionOut", 401, 403, 404, 409, 422, 503),
             }
         },
         "/v1/requests/{id}/wait": {
@@ -210,6 +215,34 @@ def _operations(long_poll_max: float) -> dict[str, Any]:
                 "parameters": _path_id("id", "call_id"),
                 "requestBody": _body("ExecutionBody"),
                 "responses": _responses(200, "RequestOut", 401, 403, 404, 409, 422, 503),
+            }
+        },
+        "/v1/grants": {
+            "get": {
+                "operationId": "listGrants",
+                "summary": "Grants (standing approvals and refusals), newest first; approvers",
+                "security": _AUTH,
+                "parameters": [
+                    _query("active", {"type": "boolean"}, "only grants neither revoked nor expired")
+                ],
+                "responses": _responses(200, "GrantList", 401, 403, 422, 503),
+            },
+            "post": {
+                "operationId": "createGrant",
+                "summary": "Create a grant as the authenticated approver",
+                "security": _AUTH,
+                "requestBody": _body("GrantBody"),
+                "responses": _responses(201, "GrantOut", 401, 403, 422, 503),
+            },
+        },
+        "/v1/grants/{id}": {
+            "delete": {
+                "operationId": "revokeGrant",
+                "summary": "Revoke a grant: its creator, or one of grants.admin_roles",
+                "security": _AUTH,
+                "parameters": _path_id("id"),
+                "requestBody": _body("RevokeGrantBody", required=False),
+                "responses": _responses(200, "GrantOut", 401, 403, 404, 422, 503),
             }
         },
         "/v1/events": {

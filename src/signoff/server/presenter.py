@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -90,6 +91,7 @@ class CallView:
     edit_error: str | None = None
     changes: list[ArgChangeView] = field(default_factory=list)  # empty unless edited
     original_json: str = ""  # the arguments as first requested, when edited
+    grant_text: str | None = None  # what "also approve later calls" would cover, exactly
 
 
 @dataclass
@@ -108,8 +110,11 @@ def present(
     secret_key: Regex | None,
     error: tuple[str | None, str | None, str] | None = None,
     posted: dict[str, str] | None = None,
+    grant_texts: Mapping[str, str] | None = None,
 ) -> RequestPage:
-    """``error`` is ``(tool_call_id, field, message)`` from a refused decision."""
+    """``error`` is ``(tool_call_id, field, message)`` from a refused decision;
+    ``grant_texts`` the sentence of the grant approving each call with ``scope: thread``
+    would create (no sentence: no such checkbox)."""
     mine = decidable_calls(who, req)
     calls = []
     for action, cfg, state in zip(req.action_requests, req.review_configs, req.calls, strict=True):
@@ -135,6 +140,9 @@ def present(
             fields=fields,
             thread_ok=cfg.allow_thread_approval and cfg.approvers.quorum == 1,
             changes=arg_changes(action.args, runs, secret_key),
+            grant_text=(grant_texts or {}).get(state.tool_call_id)
+            if "approve" in allowed
+            else None,
         )
         if view.changes:
             view.original_json = pretty(redact(action.args, secret_key))

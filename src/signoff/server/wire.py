@@ -20,6 +20,7 @@ from signoff.model import (
     ToolCall,
     VerdictKind,
 )
+from signoff.model.grants import Grant
 from signoff.policy import Policy
 
 NAME = Field(min_length=1, max_length=200)
@@ -84,6 +85,33 @@ class CancelBody(_Body):
     reason: str | None = Field(default=None, max_length=20_000)
 
 
+class GrantBody(_Body):
+    """``POST /v1/grants``: a standing approval (``effect: allow``) or refusal (``deny``) of
+    later calls of ``tool`` under ``rule`` (default: the rule the policy sends such a call to,
+    told from ``when``'s literal equalities), in one ``scope`` — ``thread`` needs ``thread``,
+    ``agent`` and ``principal``; ``agent`` needs ``agent``; ``principal`` needs ``principal``;
+    ``global`` none. ``for`` is its lifetime (``8h``; default ``grants.default_ttl``)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    tool: str = NAME
+    effect: Literal["allow", "deny"]
+    scope: Literal["thread", "agent", "principal", "global"]
+    thread: str | None = Field(default=None, min_length=1, max_length=200)
+    agent: str | None = Field(default=None, min_length=1, max_length=200)
+    principal: str | None = Field(default=None, min_length=1, max_length=200)
+    rule: str | None = Field(default=None, min_length=1, max_length=200)
+    when: dict[str, Any] | None = None
+    for_: str | float | None = Field(default=None, alias="for")
+    reason: str | None = Field(default=None, max_length=20_000)
+
+
+class RevokeGrantBody(_Body):
+    """``DELETE /v1/grants/{id}`` (optional body): why it is revoked."""
+
+    reason: str | None = Field(default=None, max_length=20_000)
+
+
 class ExecutionBody(_Body):
     """The exactly-once ledger of an approved call run by a remote agent."""
 
@@ -117,6 +145,7 @@ class VerdictOut(BaseModel):
     verdict: VerdictKind
     rule: str
     reason: str | None
+    grant: str | None = None  # the grant that approved or rejected it at once, if one did
 
 
 class SubmitOut(BaseModel):
@@ -155,6 +184,44 @@ class RequestOut(ApprovalRequest):
     matched_rules: list[MatchedRule]
     quorum: list[QuorumProgress]
     resolution: list[CallOutcome]
+
+
+class GrantOut(BaseModel):
+    """A grant (:class:`~signoff.model.grants.Grant`'s fields): what it covers, who made it
+    and why, until when; plus ``active`` (neither revoked nor expired now) and
+    ``description``, the sentence saying exactly what it covers."""
+
+    id: str
+    tool: str
+    rule: str
+    effect: Literal["allow", "deny"]
+    scope: Literal["thread", "agent", "principal", "global"]
+    thread: str | None
+    agent: str | None
+    principal: str | None
+    when: dict[str, Any] | None
+    created_at: datetime
+    expires_at: datetime
+    created_by: str
+    reason: str | None
+    source_request: str | None
+    source_call: str | None
+    revoked_at: datetime | None
+    revoked_by: str | None
+    revoke_reason: str | None
+    active: bool
+    description: str
+
+
+class GrantList(BaseModel):
+    grants: list[GrantOut]
+
+
+class DecisionOut(RequestOut):
+    """``POST /v1/requests/{id}/decisions``: the request, plus the grants this POST created
+    (approve decisions with a ``scope`` other than ``call``); empty otherwise."""
+
+    grants: list[GrantOut] = Field(default_factory=list)
 
 
 class RequestList(BaseModel):
@@ -216,6 +283,14 @@ class ErrorOut(BaseModel):
     outcome: str | None = None
     tool_call_id: str | None = None
     resolution: list[CallOutcome] | None = None
+
+
+def grant_view(grant: Grant, now: datetime) -> dict[str, Any]:
+    """The JSON of one grant (see :class:`GrantOut`)."""
+    doc = grant.model_dump(mode="json")
+    doc["active"] = grant.active(now)
+    doc["description"] = grant.describe()
+    return doc
 
 
 def request_view(req: ApprovalRequest) -> dict[str, Any]:
