@@ -226,3 +226,34 @@ def test_a_quarantined_row_fails_the_postgres_check(
 def test_a_missing_postgres_schema_fails(pg_url: str) -> None:
     code, output = db_check(f"{pg_url}?schema=nothing_{secrets.token_hex(3)}")
     assert code == 1 and "signoff db upgrade" in output
+
+
+def test_an_unreadable_row_nobody_has_read_yet_is_found_but_not_marked(sqlite_url: str) -> None:
+    path = sqlite_path(sqlite_url)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        (rid,) = conn.execute("SELECT id FROM requests").fetchone()
+        conn.execute("UPDATE requests SET doc = '{}' WHERE id = ?", (rid,))
+        conn.commit()
+    code, report = check_json(sqlite_url)
+    assert code == 1 and list(failing(report)) == ["quarantine"]
+    assert [(q["id"], q["quarantined_at"]) for q in report["quarantined"]] == [(rid, None)]
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        marks = conn.execute("SELECT count(*) FROM requests WHERE quarantined_at IS NOT NULL")
+        assert marks.fetchone()[0] == 0
+
+
+def test_an_unreadable_postgres_row_nobody_has_read_yet_is_found(
+    pg_url: str, pg_setup: tuple[str, str, str]
+) -> None:
+    url, _, schema = pg_setup
+
+    async def create() -> str:
+        async with PostgresStore(pg_url, schema=schema) as store:
+            request = make_request()
+            await store.create_request(request, created_events(request))
+            return request.id
+
+    rid = asyncio.run(create())
+    owner(pg_url, "UPDATE {s}.requests SET doc = '{{}}'::json", schema)
+    code, report = check_json(url)
+    assert code == 1 and [q["id"] for q in report["quarantined"]] == [rid]

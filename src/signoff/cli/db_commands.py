@@ -142,10 +142,12 @@ def _print_check(report: StoreCheck) -> None:
         mark = "[green]ok  [/]" if item.ok else "[bold red]FAIL[/]"
         out.print(f"  {mark}  {item.name.ljust(width)}  {escape(item.detail)}")
     for row in report.quarantined:
-        out.print(
-            f"  quarantined {escape(row.id)} ({row.status}, since "
-            f"{row.quarantined_at:%Y-%m-%d %H:%M:%S}Z): {escape(row.reason)}"
+        since = (
+            f"since {row.quarantined_at:%Y-%m-%d %H:%M:%S}Z"
+            if row.quarantined_at
+            else "not marked yet"
         )
+        out.print(f"  quarantined {escape(row.id)} ({row.status}, {since}): {escape(row.reason)}")
     problems = sum(not item.ok for item in report.items)
     out.print("healthy" if not problems else f"[bold red]unhealthy[/]: {problems} problem(s)")
 

@@ -32,6 +32,7 @@ from signoff.model import (
     InvalidInput,
     NotFound,
     PolicyError,
+    RequestQuarantined,
     SignoffError,
     ToolCall,
     utcnow,
@@ -296,11 +297,26 @@ def show(
     if (srv := deciding.connect(config, server, token, acting_as=None)) is not None:
         return deciding.show(srv, request_id, as_json)
     with open_gate(config) as gate:
-        req = run_or_fail(gate, gate.get(request_id))
+        try:
+            req = gate._portal.run(gate.get(request_id))
+        except RequestQuarantined as exc:
+            quarantined_exit(exc, as_json)
+        except SignoffError as exc:
+            fail(str(exc))
     if as_json:
         emit_json(req.to_wire())
         return
     render.request_detail(out, req, gate.policy)
+
+
+def quarantined_exit(exc: RequestQuarantined, as_json: bool) -> NoReturn:
+    """Explain a request whose stored row cannot be read (exit 1)."""
+    if as_json:
+        emit_json(
+            {"id": exc.request_id, "quarantined": True, "status": exc.status, "reason": exc.reason}
+        )
+        raise typer.Exit(1)
+    fail(str(exc))
 
 
 def run_or_fail(gate: Gate, coro: Any) -> Any:
@@ -460,7 +476,22 @@ def cancel_cmd(
         return deciding.cancel(srv, request_id, message, as_json)
     actor = actor or "cli"
     with open_gate(config) as gate:
-        req = run_or_fail(gate, gate.acancel(request_id, actor=actor, reason=message))
+        try:
+            req = gate._portal.run(gate.acancel(request_id, actor=actor, reason=message))
+        except RequestQuarantined:
+            # The row cannot be read: close it by its status column alone (audited).
+            closed = run_or_fail(
+                gate, gate.store.cancel_quarantined(request_id, actor=actor, reason=message)
+            )
+            if as_json:
+                emit_json({**closed.to_json(), "quarantined": True})
+            elif closed.status == "cancelled":
+                out.print(f"cancelled {closed.id} (quarantined: {closed.reason})")
+            else:
+                out.print(f"{closed.id} is already {closed.status} (quarantined: {closed.reason})")
+            return
+        except SignoffError as exc:
+            fail(str(exc))
     if as_json:
         emit_json(req.to_wire())
     else:

@@ -40,13 +40,3 @@ async def decide(
     if fresh and req.terminal and req.resolved_at is not None and req.resolved_at >= started:
         state.metrics.resolved(req)
     return req
-
-
-async def count_pending(state: ServerState, cap: int = 100_000) -> int:
-    total, page = 0, 1000
-    while total < cap:
-        batch = await state.gate.alist(status="pending", limit=page, offset=total)
-        total += len(batch)
-        if len(batch) < page:
-            break
-    return total

@@ -16,7 +16,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from signoff.gate.granting import grant_from_decision
-from signoff.model import ApprovalRequest, NotFound, SignoffError
+from signoff.model import ApprovalRequest, NotFound, RequestQuarantined, SignoffError
 from signoff.model.grants import GrantRequest
 from signoff.server.access import decidable_calls, may_see
 from signoff.server.actions import decide
@@ -111,6 +111,8 @@ async def request_page(request: Request) -> Response:
         req = await state.gate.get(request.path_params["id"])
     except NotFound:
         return message_page(state.templates, request, "Not found", "No such request.", status=404)
+    except RequestQuarantined as exc:  # an unreadable row: say so instead of a 500
+        return message_page(state.templates, request, "Quarantined", str(exc), status=409)
     if not may_see(who, req):
         return message_page(
             state.templates, request, "Not allowed", "You may not see this request.", status=403

@@ -2,18 +2,23 @@
 
 Counted in this server process: decisions it recorded, notification failures of its
 channels, the time from a request's creation to the decision that resolved it. The pending
-gauge is read from the store at scrape time, so it is right across processes and replicas.
+and quarantined gauges are indexed ``COUNT``s in the store (no row is read or parsed), so
+they are right across processes and replicas; they are cached for at most
+:data:`COUNTS_TTL_S`, so any number of scrapers cost the store one query a second.
 No dependency: the format is a few lines of text.
 """
 
 from __future__ import annotations
 
+import asyncio
 import bisect
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from signoff.model import ApprovalRequest
+from signoff.store import RequestCounts, Store
 
 if TYPE_CHECKING:
     from signoff.gate import Gate
@@ -33,6 +38,31 @@ TIME_TO_DECISION_BUCKETS = (
     12 * 3600.0,
     86400.0,
 )
+COUNTS_TTL_S = 1.0
+
+
+class CachedCounts:
+    """The store's request counts, read at most once per ``ttl_s`` (concurrent scrapes share
+    one query instead of each running it)."""
+
+    def __init__(self, ttl_s: float = COUNTS_TTL_S) -> None:
+        self.ttl_s = ttl_s
+        self._value: RequestCounts | None = None
+        self._at = 0.0
+        self._lock: asyncio.Lock | None = None
+        self.queries = 0
+
+    async def get(self, store: Store) -> RequestCounts:
+        if self._value is not None and time.monotonic() - self._at < self.ttl_s:
+            return self._value
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._value is None or time.monotonic() - self._at >= self.ttl_s:
+                self._value = await store.count_requests()
+                self._at = time.monotonic()
+                self.queries += 1
+            return self._value
 
 
 class Metrics:
@@ -44,6 +74,7 @@ class Metrics:
         self._ttd_sum = 0.0
         self.long_polls = 0
         self.sse_clients = 0
+        self.counts = CachedCounts()
 
     def decided(self, types_and_channels: Iterable[tuple[str, str]]) -> None:
         self.decisions.update(types_and_channels)
@@ -58,11 +89,17 @@ class Metrics:
         self._ttd_count += 1
         self._ttd_sum += seconds
 
-    def render(self, pending: int, outbox_failures: Mapping[str, int] | None = None) -> str:
+    def render(
+        self, counts: RequestCounts, outbox_failures: Mapping[str, int] | None = None
+    ) -> str:
         lines = [
             "# HELP signoff_pending_requests Approval requests waiting for a decision.",
             "# TYPE signoff_pending_requests gauge",
-            f"signoff_pending_requests {pending}",
+            f"signoff_pending_requests {counts.pending}",
+            "# HELP signoff_quarantined_requests Pending requests whose stored row cannot be "
+            "read (see `signoff db check`).",
+            "# TYPE signoff_quarantined_requests gauge",
+            f"signoff_quarantined_requests {counts.quarantined}",
             "# HELP signoff_decisions_total Human decisions recorded by this server.",
             "# TYPE signoff_decisions_total counter",
         ]

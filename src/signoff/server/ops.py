@@ -13,7 +13,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from signoff.server.actions import count_pending
 from signoff.server.csrf import same_secret
 from signoff.server.errors import unauthorized
 from signoff.server.openapi import openapi_document
@@ -34,11 +33,11 @@ async def healthz(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     state = state_of(request)
-    pending = await count_pending(state)
+    counts = await state.metrics.counts.get(state.gate.store)
     delivery = getattr(state.gate, "delivery", None)
     failures = getattr(delivery, "failed_by_channel", None)
     return PlainTextResponse(
-        state.metrics.render(pending, failures),
+        state.metrics.render(counts, failures),
         media_type="text/plain; version=0.0.4; charset=utf-8",
     )
 

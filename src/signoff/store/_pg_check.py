@@ -8,9 +8,10 @@
 * **app roles** — every role granted the request tables (``signoff db upgrade --grant``)
   holds everything a replica needs (:data:`._pg_schema.APP_GRANTS`), so no replica fails
   half-way on a table it cannot write.
-* **quarantine** — request rows that cannot be read (see :mod:`._quarantine`).
+* **quarantine** — request rows that cannot be read (see :mod:`._quarantine`): the marked
+  ones, and pending rows that fail to parse now but nobody has read since.
 
-Read-only: catalog queries and one indexed query on the requests table.
+Read-only: catalog queries, and reads of the requests table (every pending row is parsed).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from signoff.store._pg_schema import AUDIT_TRIGGERS, current_version
+from signoff.store._pg_sql import ROW
+from signoff.store._quarantine import split
 from signoff.store.base import QuarantinedRequest, StoreCheck
 
 Conn = AsyncConnection[tuple[Any, ...]]
@@ -30,6 +33,7 @@ MAX_LISTED = 100
 # What a replica's role needs (mirrors APP_GRANTS / SERVER_GRANTS in _pg_schema.py).
 _APP_NEEDS = (
     ("schema_migrations", ("SELECT",)),
+    ("store_secrets", ("SELECT",)),
     ("requests", ("SELECT", "INSERT", "UPDATE")),
     ("call_keys", ("SELECT", "INSERT", "UPDATE")),
     ("grants", ("SELECT", "INSERT", "UPDATE")),
@@ -192,9 +196,29 @@ async def _quarantine(conn: Conn, schema: str, report: StoreCheck) -> None:
         "WHERE quarantined_at IS NOT NULL ORDER BY quarantined_at DESC, id LIMIT %s",
         MAX_LISTED,
     )
-    report.add_quarantine(
-        [
-            QuarantinedRequest(rid, thread, status, at.astimezone(UTC), why or "unreadable")
-            for rid, thread, status, at, why in rows
+    marked = [
+        QuarantinedRequest(rid, thread, status, at.astimezone(UTC), why or "unreadable")
+        for rid, thread, status, at, why in rows
+    ]
+    report.add_quarantine(marked + await _unmarked(conn, schema))
+
+
+async def _unmarked(conn: Conn, schema: str) -> list[QuarantinedRequest]:
+    """Pending rows that became unreadable since anyone last read them: parsed here, page
+    by page, and reported — not marked (a check only reads)."""
+    found: list[QuarantinedRequest] = []
+    after = ""
+    while len(found) < MAX_LISTED:
+        page = await _rows(
+            conn,
+            f"SELECT {ROW} FROM \"{schema}\".requests WHERE status = 'pending' "
+            "AND quarantined_at IS NULL AND id > %s ORDER BY id LIMIT 500",
+            after,
+        )
+        if not page:
+            break
+        after = page[-1][0]
+        found += [
+            QuarantinedRequest(b.id, b.thread, b.status, None, b.reason) for b in split(page)[1]
         ]
-    )
+    return found

@@ -5,8 +5,9 @@
 * **audit triggers** — the triggers that make the audit table append-only are present (a
   dropped trigger lets anyone with the file rewrite the log; the hash chain would still show
   it in ``signoff audit verify``, but only after the fact).
-* **quarantine** — request rows that cannot be read (see :mod:`._quarantine`); unhealthy
-  while one of them is still pending, since nobody can decide it.
+* **quarantine** — request rows that cannot be read (see :mod:`._quarantine`): the marked
+  ones, and pending rows that fail to parse now but nobody has read since (every pending
+  row is parsed); unhealthy while one of them is still pending, since nobody can decide it.
 
 It opens the file read-only (``mode=ro``): a check never creates, migrates or repairs.
 """
@@ -20,8 +21,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from signoff.store import _sqlite_rows as rows
+from signoff.store._quarantine import split
 from signoff.store._sqlite_schema import AUDIT_TRIGGERS, SCHEMA_VERSION
-from signoff.store.base import StoreCheck
+from signoff.store.base import QuarantinedRequest, StoreCheck
 
 QUARANTINE_VERSION = 3  # the schema version that added the quarantine columns
 MAX_LISTED = 100
@@ -104,7 +106,27 @@ def _quarantine(conn: sqlite3.Connection, report: StoreCheck) -> None:
     if report.version < QUARANTINE_VERSION:
         report.add("quarantine", True, "not tracked before schema version 3")
         return
-    report.add_quarantine(rows.quarantined(conn, MAX_LISTED))
+    report.add_quarantine(rows.quarantined(conn, MAX_LISTED) + _unmarked(conn))
+
+
+def _unmarked(conn: sqlite3.Connection) -> list[QuarantinedRequest]:
+    """Pending rows that became unreadable since anyone last read them: parsed here, page
+    by page, and reported — not marked (a check only reads)."""
+    found: list[QuarantinedRequest] = []
+    after = ""
+    while len(found) < MAX_LISTED:
+        page = conn.execute(
+            f"SELECT {rows.ROW} FROM requests WHERE status = 'pending' "
+            "AND quarantined_at IS NULL AND id > ? ORDER BY id LIMIT 500",
+            (after,),
+        ).fetchall()
+        if not page:
+            break
+        after = page[-1][0]
+        found += [
+            QuarantinedRequest(b.id, b.thread, b.status, None, b.reason) for b in split(page)[1]
+        ]
+    return found
 
 
 _NAMES: dict[Callable[[sqlite3.Connection, StoreCheck], None], str] = {
