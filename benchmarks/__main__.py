@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import channels, cycles, grants, guard, policy, resume, server
+from benchmarks import channels, cycles, grants, guard, metrics, policy, resume, server
 from benchmarks import langchain as langchain_agents
 from benchmarks import mcp as mcp_proxy
 from benchmarks import postgres as postgres_replicas
@@ -68,6 +68,7 @@ BENCHMARKS: dict[str, Benchmark] = {
             channels,
             "Channels: submit -> first notification received; forged callbacks accepted",
         ),
+        _entry("metrics", metrics, "/metrics scrape with 10,000 pending requests"),
         _entry(
             "grants",
             grants,
