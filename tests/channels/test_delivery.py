@@ -286,3 +286,41 @@ async def _status(gate: Gate, request_id: str, status: str) -> bool:
 async def _all(gate: Gate, request_id: str, test: Any) -> bool:
     found = await rows(gate, request_id)
     return bool(found) and all(test(r) for r in found)
+
+
+# ---------------------------------------------------------------- quarantine
+async def test_a_message_for_an_unreadable_request_is_cancelled_quietly(
+    receiver: Receiver,
+    secrets: dict[str, str],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import contextlib
+    import dataclasses
+    import logging
+    import sqlite3
+    from datetime import timedelta
+
+    from signoff.model import utcnow
+
+    path = tmp_path / "signoff.db"
+    async with Gate(one(receiver, TEAMS), SQLiteStore(path)) as gate:
+        req = await submit(gate)
+        receiver.wait_for("/teams", 1)
+        await until(lambda: _status(gate, req.id, "sent"))
+        assert gate.delivery is not None
+        [sent] = await rows(gate, req.id)
+        later = dataclasses.replace(
+            sent, id=f"{sent.id}-later", status="sending", next_at=utcnow() + timedelta(hours=1)
+        )
+        await gate.delivery.outbox.enqueue_outbox([later])
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("UPDATE requests SET doc = '{}' WHERE id = ?", (req.id,))
+            conn.commit()
+        with caplog.at_level(logging.ERROR):
+            await gate.delivery.deliver(later)
+        found = {r.id: r for r in await rows(gate, req.id)}
+    assert (found[later.id].status, found[sent.id].status) == ("cancelled", "sent")
+    assert "Field required" in (found[later.id].error or "")
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [r.name for r in errors] == ["signoff.store"]  # logged once, by the store

@@ -26,7 +26,7 @@ from signoff.channels import DeliveryError, Messenger, Outgoing, Receiver, Targe
 from signoff.channels.config import ChannelsConfig, parse
 from signoff.channels.outbox import Planner
 from signoff.channels.redact import Redactor
-from signoff.model import ApprovalRequest, AuditEvent, Transition, utcnow
+from signoff.model import ApprovalRequest, AuditEvent, RequestQuarantined, Transition, utcnow
 from signoff.store._outbox_memory import MemoryOutbox
 from signoff.store.base import PROMPT_KINDS, Outbox, OutboxItem, OutboxStore
 
@@ -269,7 +269,11 @@ class Delivery:
 
     async def _deliver(self, item: OutboxItem) -> None:
         m = self.messengers.get(item.channel)
-        req = await self.gate.store.get_request(item.request_id)
+        try:
+            req = await self.gate.store.get_request(item.request_id)
+        except RequestQuarantined as exc:  # unreadable: the store logged it; nothing to send
+            await self.outbox.complete_outbox(item.id, status="cancelled", error=exc.reason)
+            return
         if m is None or req is None:
             why = "no such request" if req is None else f"channel {item.channel} not configured"
             await self.outbox.complete_outbox(item.id, status="cancelled", error=why)

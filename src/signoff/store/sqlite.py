@@ -475,13 +475,16 @@ class SQLiteStore:
             await self._quarantine([value], where)
             raise value.error()
         if marked:
-            await self._write(
-                lambda conn: self._transaction(
-                    conn,
-                    "releasing a quarantined request",
-                    lambda: self._settle_in_transaction(conn, value, marked),
+            try:  # best effort, like the mark: a read-only file can still be read
+                await self._write(
+                    lambda conn: self._transaction(
+                        conn,
+                        "releasing a quarantined request",
+                        lambda: self._settle_in_transaction(conn, value, marked),
+                    )
                 )
-            )
+            except StoreError as exc:
+                log.warning("could not release quarantined request %s: %s", value.id, exc)
         return value
 
     async def _quarantine(self, bad: list[Unreadable], where: str) -> bool:
