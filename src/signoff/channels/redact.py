@@ -1,10 +1,11 @@
 """What a chat message or an email may show of a call's arguments.
 
 Chat messages land on phones, lock screens, mail gateways and third-party servers, so the
-values of secret-looking argument names are replaced (the ``ui.redact_keys`` setting — the
-same names the web inbox hides) and long values are cut. The full view stays behind the
-authenticated web page. Every name and value shown is made inert (control, bidi and
-invisible characters visible: :func:`signoff.model.text.inert`) before it is cut.
+values of secret-named arguments are masked at any depth (the policy's ``redact_keys``: the
+same names every surface hides, see :mod:`signoff.policy.redact`) and long values are cut.
+The full view stays behind the authenticated web page. Every name and value shown is made
+inert (control, bidi and invisible characters visible: :func:`signoff.model.text.inert`)
+before it is cut.
 """
 
 from __future__ import annotations
@@ -14,65 +15,39 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from signoff.model.text import ABSENT, changed_args, inert
-from signoff.policy.regex import compile_any
+from signoff.policy.redact import DEFAULT_REDACT_KEYS as DEFAULT_REDACT_KEYS
+from signoff.policy.redact import REDACTED, SecretKeys, is_digest, mask
 
 if TYPE_CHECKING:
     from signoff.policy import Policy
 
-REDACTED = "••••••"
-
-#: Argument names whose values are never shown (case-insensitive regular expressions);
-#: the web inbox's default ``ui.redact_keys``.
-DEFAULT_REDACT_KEYS = (
-    r"pass(word|wd|phrase)?",
-    r"secret",
-    r"token",
-    r"api[_-]?key",
-    r"auth(orization)?",
-    r"credential",
-    r"private[_-]?key",
-    r"cookie",
-    r"session",
-)
-
 
 class Redactor:
-    """Redacts secret-looking keys and shortens values for messages."""
+    """Masks secret-named keys and shortens values for messages."""
 
-    def __init__(self, keys: tuple[str, ...] | list[str] = DEFAULT_REDACT_KEYS) -> None:
+    def __init__(
+        self, keys: tuple[str, ...] | list[str] | SecretKeys = DEFAULT_REDACT_KEYS
+    ) -> None:
         # RE2 (linear time): the names matched are the agent's. A bad pattern raises
-        # RegexError naming it; `signoff policy check` reports it as ui.redact_keys[i].
-        self.pattern = compile_any(keys, ignore_case=True) if keys else None
+        # RegexError naming it; `signoff policy check` reports it as redact_keys[i].
+        self.secrets = keys if isinstance(keys, SecretKeys) else SecretKeys(keys)
 
     @classmethod
     def from_policy(cls, policy: Policy) -> Redactor:
-        ui: Mapping[str, Any] = policy.sections.get("ui") or {}
-        keys = ui.get("redact_keys")
-        if isinstance(keys, list) and all(isinstance(k, str) for k in keys):
-            return cls(keys)
-        return cls()
+        return cls(policy.secret_keys)
 
     def value(self, value: Any) -> Any:
-        """A copy of ``value`` with the values of secret-looking keys replaced."""
-        if self.pattern is None:
-            return value
-        if isinstance(value, Mapping):
-            return {
-                k: REDACTED if self.pattern.search(str(k)) else self.value(v)
-                for k, v in value.items()
-            }
-        if isinstance(value, list | tuple):
-            return [self.value(v) for v in value]
-        return value
+        """A copy of ``value`` with the values of secret-named keys (any depth) masked."""
+        return mask(value, self.secrets)
 
     def call(self, name: str, args: Mapping[str, Any], limit: int = 300) -> str:
-        """``name(key=value, …)`` with secrets redacted, cut to ``limit`` characters."""
+        """``name(key=value, …)`` with secrets masked, cut to ``limit`` characters."""
         shown = self.value(dict(args))
         parts = [f"{inert(str(k))}={_short(v)}" for k, v in shown.items()]
         return cut(f"{inert(name)}({', '.join(parts)})", limit)
 
     def changes(self, before: Mapping[str, Any], after: Mapping[str, Any], limit: int = 300) -> str:
-        """What an edit changed, ``key old → new; …`` (secrets redacted), or ``""``."""
+        """What an edit changed, ``key old → new; …`` (secrets masked), or ``""``."""
         parts = []
         for change in changed_args(before, after):
             old, new = (
@@ -84,8 +59,8 @@ class Redactor:
 
 
 def _short(value: Any) -> str:
-    if value == REDACTED:
-        return REDACTED
+    if value == REDACTED or is_digest(value):
+        return REDACTED  # a finished call's digest says nothing to a reader
     text = json.dumps(value, ensure_ascii=False, default=str)
     return cut(inert(text), 80)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -38,6 +39,7 @@ from signoff.model import (
     utcnow,
 )
 from signoff.policy import Policy
+from signoff.policy.redact import mask_audit_data
 
 app = typer.Typer(
     name="signoff",
@@ -509,13 +511,18 @@ def audit_export(
     request: Annotated[str | None, typer.Option("--request", help="Only this request.")] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Export the audit log (every row, with its hashes)."""
+    """Export the audit log (every row, with its hashes). Secret-named arguments are masked
+    (rows written since arguments are audited hold digests there, and verify as they are)."""
     from signoff.store.audit import to_csv, to_jsonl
 
     if fmt not in ("jsonl", "csv"):
         fail("--format must be jsonl or csv", 2)
     with open_gate(config) as gate:
-        records = run_or_fail(gate, _read_all(gate, request))
+        secrets = gate.policy.secret_keys
+        records = [
+            replace(r, data=mask_audit_data(r.data, secrets))
+            for r in run_or_fail(gate, _read_all(gate, request))
+        ]
     text = to_jsonl(records) if fmt == "jsonl" else to_csv(records)
     if output:
         output.write_text(text, encoding="utf-8")

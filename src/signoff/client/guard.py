@@ -23,6 +23,7 @@ from signoff.model import (
     ToolCall,
     Verdict,
 )
+from signoff.policy.redact import merge_edit
 
 if TYPE_CHECKING:
     from signoff.client.remote import RemoteGate
@@ -78,11 +79,12 @@ def remote_guard(
             reason = stop_reason(call, verdict, req)
             if reason is not None:
                 return stopped(reason)
-            if req is None:
-                return await fn(*args, **kwargs)
+            if req is None or req.call(call.id).resolution == "approved":
+                return await _run_as_called(gate, req, call.id, fn, args, kwargs)
 
             async def run(final: dict[str, Any]) -> Any:
-                return await fn(**final)
+                # The edited keys over our own arguments: the server shows secrets masked.
+                return await fn(**merge_edit(call.args, final))
 
             return await gate.arun_approved(req, call.id, run)
 
@@ -107,10 +109,20 @@ def remote_guard(
             return stopped(reason)
         if req is None:
             return fn(*args, **kwargs)
-        final = dict(req.call(call.id).action.args)
+        state = req.call(call.id)
+        if state.resolution == "approved":  # as called: Python values (and secrets) intact
+
+            def invoke() -> Any:
+                return fn(*args, **kwargs)
+        else:  # the edited keys over our own arguments: the server shows secrets masked
+            final = merge_edit(call.args, state.action.args)
+
+            def invoke() -> Any:
+                return fn(**final)
+
         gate._run(gate.aclaim(req.id, call.id))
         try:
-            result = fn(**final)
+            result = invoke()
         except BaseException as exc:
             gate._run(gate.afinish(req.id, call.id, error=f"{type(exc).__name__}: {exc}"))
             raise
@@ -119,3 +131,22 @@ def remote_guard(
 
     wrapper.signoff_tool = tool  # type: ignore[attr-defined]
     return wrapper
+
+
+async def _run_as_called(
+    gate: RemoteGate,
+    req: ApprovalRequest | None,
+    call_id: str,
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """An allowed call, or an approved one (exactly once) with the arguments it was called
+    with: Python values and secrets intact."""
+    if req is None:
+        return await fn(*args, **kwargs)
+
+    async def run(_final: dict[str, Any]) -> Any:
+        return await fn(*args, **kwargs)
+
+    return await gate.arun_approved(req, call_id, run)

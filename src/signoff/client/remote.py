@@ -5,6 +5,10 @@ Same names as the local gate — ``guard``, ``context``, ``asubmit``/``submit``,
 ``arun_approved`` — talking to ``signoff serve`` with an agent token. Policy, store, audit
 and notifications live on the server; this object only carries calls there and back.
 
+The API masks secret-named arguments for every caller; a remote gate keeps the arguments it
+sent (per request and call) and puts them back where the server shows a mask, so the calls
+it runs carry the real values (:func:`signoff.policy.redact.restore`).
+
 Waiting is a long-poll (``GET /v1/requests/{id}/wait?timeout=25``) repeated until the
 request is terminal: hours of waiting cost one cheap request every ~25 s, the answer comes
 the moment the server commits the decision, and a dropped connection or a restarted server
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -38,9 +43,11 @@ from signoff.model import (
     Verdict,
 )
 from signoff.policy import Policy
+from signoff.policy.redact import restore
 
 T = TypeVar("T")
 _REQUEST_FIELDS = frozenset(ApprovalRequest.model_fields)
+SENT_KEPT = 10_000  # calls whose arguments a remote gate remembers (oldest forgotten first)
 
 
 def parse_request(data: Mapping[str, Any]) -> ApprovalRequest:
@@ -121,6 +128,7 @@ class RemoteGate(ContextMethods):
         self._token = token
         self._api: ApiClient | None = None
         self._closed = False
+        self._sent: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -185,8 +193,28 @@ class RemoteGate(ContextMethods):
             Verdict(v["verdict"], v["rule"], reason=v.get("reason")) for v in data["verdicts"]
         ]
         request_id = data.get("id")
+        if request_id:
+            for call in calls:
+                self._remember(request_id, call.id, call.args)
         request = await self.get(request_id) if request_id and fetch else None
         return RemoteSubmission(list(calls), verdicts, request, request_id)
+
+    def _remember(self, request_id: str, call_id: str, args: Mapping[str, Any]) -> None:
+        self._sent[(request_id, call_id)] = dict(args)
+        self._sent.move_to_end((request_id, call_id))
+        while len(self._sent) > SENT_KEPT:
+            self._sent.popitem(last=False)
+
+    def _parse(self, data: Mapping[str, Any]) -> ApprovalRequest:
+        """The request as the server sent it, with the arguments this gate sent put back
+        where the server shows them masked."""
+        req = parse_request(data)
+        for action, state in zip(req.action_requests, req.calls, strict=True):
+            sent = self._sent.get((req.id, action.tool_call_id))
+            if sent is not None:
+                action.args = restore(action.args, sent)
+                state.action.args = restore(state.action.args, sent)
+        return req
 
     def submit(self, calls: Sequence[ToolCall], ctx: CallContext | None = None) -> RemoteSubmission:
         ctx = ctx if ctx is not None else current_context()
@@ -197,7 +225,7 @@ class RemoteGate(ContextMethods):
         data = await self._on_portal(
             lambda api: api.call("GET", f"/v1/requests/{request_id}", retry=True)
         )
-        return parse_request(data)
+        return self._parse(data)
 
     async def alist(
         self,
@@ -214,7 +242,7 @@ class RemoteGate(ContextMethods):
         data = await self._on_portal(
             lambda api: api.call("GET", "/v1/requests", params=params, retry=True)
         )
-        return [parse_request(r) for r in data["requests"]]
+        return [self._parse(r) for r in data["requests"]]
 
     async def await_request(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
         """Long-poll until the request is terminal (or ``timeout`` passes): one request per
@@ -224,7 +252,7 @@ class RemoteGate(ContextMethods):
             budget = self.poll_timeout
             if give_up is not None:
                 budget = max(0.0, min(budget, give_up - time.monotonic()))
-            req = parse_request(await self._on_portal(_long_poll(request_id, budget)))
+            req = self._parse(await self._on_portal(_long_poll(request_id, budget)))
             if req.terminal or (give_up is not None and time.monotonic() >= give_up):
                 return req
 
@@ -251,7 +279,7 @@ class RemoteGate(ContextMethods):
                 "POST", f"/v1/requests/{request_id}/decisions", json={"decisions": body}
             )
         )
-        return parse_request(data)
+        return self._parse(data)
 
     def decide(
         self,
@@ -269,7 +297,7 @@ class RemoteGate(ContextMethods):
                 "POST", f"/v1/requests/{request_id}/cancel", json={"reason": reason}
             )
         )
-        return parse_request(data)
+        return self._parse(data)
 
     def cancel(self, request_id: str, *, reason: str | None = None) -> ApprovalRequest:
         return self._run(self.acancel(request_id, reason=reason))
@@ -326,7 +354,7 @@ class RemoteGate(ContextMethods):
             "context": context_json(ctx),
         }
         data = await self._on_portal(lambda api: api.call("POST", "/v1/inquiries", json=body))
-        req = parse_request(data)
+        req = self._parse(data)
         if not wait:
             return req
         req = await self.await_request(req.id)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, cast
 from signoff.gate.wiring import DeliveryWorker, Notifier
 from signoff.model import ApprovalRequest, SignoffError, StoreError
 from signoff.model.resolution import Transition
+from signoff.model.secrets import sealed
+from signoff.policy.redact import Redaction
 from signoff.store import Store
 
 if TYPE_CHECKING:
@@ -26,13 +28,18 @@ class Changes:
     store: Store
     delivery: DeliveryWorker | None
     channels: list[Notifier]
+    redaction: Redaction
 
     async def update(
         self, request_id: str, mutate: Callable[[ApprovalRequest], Transition]
     ) -> Transition:
         """Apply a pure state change in one store transaction (store errors as StoreError)."""
         try:
-            return await self.store.update_request(request_id, mutate)
+            # Finished calls lose their secrets and audit events get redacted arguments in
+            # the same transaction, whatever the change (model/secrets.py).
+            return await self.store.update_request(
+                request_id, lambda r: sealed(mutate(r), self.redaction)
+            )
         except SignoffError:
             raise
         except Exception as exc:

@@ -28,6 +28,7 @@ from signoff.checks.schema import ModelArgs
 from signoff.model import AuditEvent, CallContext, InvalidInput, Risk, ToolCall, Verdict
 from signoff.policy import Policy
 from signoff.policy.rates import RateCounter
+from signoff.policy.redact import Redaction
 from signoff.store import Store
 
 log = logging.getLogger("signoff.gate")
@@ -282,11 +283,23 @@ def default_pipeline(policy: Policy, rates: RateCounter, limits: Limits, store: 
     )
 
 
-def audit_verdict(store: Store, call: ToolCall, ctx: CallContext, verdict: Verdict) -> None:
-    """Queue the audit event of an allowed or denied call (batched; no I/O here)."""
+def audit_verdict(
+    store: Store,
+    call: ToolCall,
+    ctx: CallContext,
+    verdict: Verdict,
+    redaction: Redaction | None = None,
+) -> None:
+    """Queue the audit event of an allowed or denied call (batched; no I/O here).
+
+    With ``redaction`` (the gate's) the event carries the call's arguments — secrets
+    digested, cut at 4 KiB — and their digest; both are worked out by the store's audit
+    writer when it serializes the event, not on the caller's path."""
     data: dict[str, Any] = {}
     if verdict.reason:
         data["reason"] = verdict.reason
+    if redaction is not None:
+        data["args"], data["args_digest"] = redaction.deferred(call.args)
     try:
         store.audit_nowait(
             AuditEvent(

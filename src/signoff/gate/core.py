@@ -65,6 +65,7 @@ from signoff.model import (
 )
 from signoff.model.resolution import cancel
 from signoff.policy import Policy
+from signoff.policy.redact import Redaction, audit_key
 from signoff.store import MemoryStore, Store, open_store
 
 log = logging.getLogger("signoff.gate")
@@ -105,6 +106,9 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
         self.rates = RateWindows()
         self.limits = Limits.from_sections(policy.sections)
         self.checks: Pipeline = default_pipeline(policy, self.rates, self.limits, self.store)
+        # Secret arguments: masked in audit events, sealed once a call is finished (the key
+        # is audit.key, else the store's salt, read at start).
+        self.redaction = Redaction(policy.secret_keys, audit_key(policy.sections))
         if sweep_interval is None:
             sweep_interval = GateSettings.from_policy(policy).sweep_interval
         self.sweeper = Sweeper(self, sweep_interval)
@@ -193,7 +197,7 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
         ctx = ctx if ctx is not None else current_context()
         verdict = self.checks.run(call, ctx, self.tools.get(call.name), risk)
         if audit and not verdict.needs_approval:
-            audit_verdict(self.store, call, ctx, verdict)
+            audit_verdict(self.store, call, ctx, verdict, self.redaction)
         return verdict
 
     async def acheck(
@@ -210,12 +214,12 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
         ctx = ctx if ctx is not None else current_context()
         verdict = await self.checks.arun(call, ctx, self.tools.get(call.name), risk)
         if audit and not verdict.needs_approval:
-            audit_verdict(self.store, call, ctx, verdict)
+            audit_verdict(self.store, call, ctx, verdict, self.redaction)
         return verdict
 
     def audit_verdict(self, call: ToolCall, ctx: CallContext, verdict: Verdict) -> None:
         """Audit an allow/deny decided outside :meth:`check` (e.g. by a framework predicate)."""
-        audit_verdict(self.store, call, ctx, verdict)
+        audit_verdict(self.store, call, ctx, verdict, self.redaction)
 
     def record_execution(self, call: ToolCall, ctx: CallContext) -> None:
         """Count an executed call for the policy's rate limits (only tools that have them)."""

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from signoff.checks import schema_for
 from signoff.model import (
+    Action,
     ApprovalRequest,
     CallContext,
     Decision,
@@ -26,6 +27,7 @@ from signoff.model import (
 )
 from signoff.model.resolution import Transition, apply_decisions
 from signoff.policy import Policy
+from signoff.policy.redact import restore, secret_changes
 
 if TYPE_CHECKING:
     from signoff.gate.core import Gate
@@ -200,6 +202,18 @@ def check_edit(gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, wher
         raise DecisionError(
             f"an edit cannot switch tools ({original.name} → {edited.name})",
             field=f"{where}.edited_action.name",
+        )
+    # Secret-named arguments are never editable. A value sent back as shown (masked) is the
+    # original one; any other change to a secret-named value, at any depth, is refused.
+    restored = restore(edited.args, original.args)
+    if restored != edited.args:
+        d.edited_action = edited = Action(name=edited.name, args=restored)
+    touched = secret_changes(original.args, edited.args, gate.policy.secret_keys)
+    if touched:
+        raise DecisionError(
+            f"argument {touched[0]!r} of {original.name} is secret-named and never editable; "
+            "leave it as it is (reject the call if it is wrong)",
+            field=f"{where}.edited_action.args.{touched[0]}",
         )
     for key in sorted(set(original.args) | set(edited.args)):
         changed = original.args.get(key, _MISSING) != edited.args.get(key, _MISSING)

@@ -26,6 +26,7 @@ from signoff.model import (
     ToolCall,
     Verdict,
 )
+from signoff.policy.redact import merge_edit
 
 if TYPE_CHECKING:
     from signoff.gate.core import Gate
@@ -131,7 +132,7 @@ def guard(
             async def run(final: dict[str, Any]) -> Any:
                 if state.resolution == "approved":
                     return await fn(*args, **kwargs)  # as called: Python objects intact
-                return await fn(**final)
+                return await fn(**merge_edit(call.args, final, gate.policy.secret_keys))
 
             return await gate.arun_approved(req, call.id, run, ctx)
 
@@ -157,7 +158,8 @@ def guard(
                 return stopped(exc)
         if state.resolution == "approved":  # run as called: the args keep their Python types
             return _run_sync(gate, req, call, lambda: fn(*args, **kwargs), ctx)
-        final = dict(state.action.args)
+        # The edited keys over our own arguments: a secret is always the one we were given.
+        final = merge_edit(call.args, state.action.args, gate.policy.secret_keys)
         return _run_sync(gate, req, call, lambda: fn(**final), ctx)
 
     wrapper.signoff_tool = tool  # type: ignore[attr-defined]

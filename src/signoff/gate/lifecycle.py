@@ -16,6 +16,7 @@ from signoff.gate.sweeper import Sweeper
 from signoff.gate.wiring import DeliveryWorker
 from signoff.model import SignoffError
 from signoff.policy import Policy
+from signoff.policy.redact import Redaction
 from signoff.store import Store
 
 
@@ -34,6 +35,7 @@ class Lifecycle:
     _closed: bool
     _deliverer: asyncio.Future[None] | None
     _writable: bool
+    redaction: Redaction
 
     def _ensure_writable(self) -> None:
         """Sync form of :meth:`ensure_writable` (the first check of a gate). On the gate's own
@@ -74,6 +76,7 @@ class Lifecycle:
 
     async def _start_on_portal(self) -> None:
         await self.store.open()
+        self.redaction.use_store_salt(await self.store.redaction_salt())
         await seed_from_audit(self.rates, self.store, self.policy, self.tools)
         await self.sweeper.start()  # expires what passed its deadline while nobody ran
         if self.delivery is not None:

@@ -37,6 +37,7 @@ from signoff.model import (
 )
 from signoff.model.resolution import system_resolve
 from signoff.policy.notify import wants
+from signoff.policy.redact import Redaction
 from signoff.store.base import OutboxStore
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ async def submit_checked(
     await gate.ensure_writable()
     ctx, truncated = _clip_context(ctx, gate.limits)
     request = build_request(gate, review, ctx, inquiry)
-    event = _created_event(request, ctx)
+    event = _created_event(request, ctx, gate.redaction)
     if truncated:
         event.data["truncated_chars"] = truncated
     stored, created = await _create(gate, request, [event])
@@ -164,7 +165,17 @@ def _clip_context(ctx: CallContext, limits: Limits) -> tuple[CallContext, dict[s
     return replace(ctx, user_request=user_request, reasoning=reasoning), truncated
 
 
-def _created_event(request: ApprovalRequest, ctx: CallContext) -> AuditEvent:
+def _created_event(
+    request: ApprovalRequest, ctx: CallContext, redaction: Redaction | None = None
+) -> AuditEvent:
+    """The ``created`` event: each call with its rule and, given ``redaction``, its
+    arguments (secrets digested, cut at 4 KiB) and their digest."""
+    calls = []
+    for a in request.action_requests:
+        call: dict[str, Any] = {"tool_call_id": a.tool_call_id, "tool": a.name, "rule": a.rule}
+        if redaction is not None:
+            call["args"], call["args_digest"] = redaction.audited(a.args)
+        calls.append(call)
     return AuditEvent(
         event="created",
         at=request.created_at,
@@ -173,13 +184,7 @@ def _created_event(request: ApprovalRequest, ctx: CallContext) -> AuditEvent:
         principal=ctx.principal.id,
         agent=ctx.agent,
         policy_hash=request.policy_hash,
-        data={
-            "calls": [
-                {"tool_call_id": a.tool_call_id, "tool": a.name, "rule": a.rule}
-                for a in request.action_requests
-            ],
-            "kind": request.kind,
-        },
+        data={"calls": calls, "kind": request.kind},
     )
 
 

@@ -255,9 +255,13 @@ def _apply_one(
     if d.message:
         data["message"] = d.message
     if d.type == "approve":
+        # Quorum counts people, not spellings of one name. A repeat by someone already
+        # counted (a new message, an approve after their own edit) is recorded and audited
+        # like any change of the row, but not counted again.
         if contains_person(call.approvals, d.approver, key):
-            return  # quorum counts people, not spellings of one name
-        call.approvals.append(d.approver)
+            data["counted"] = False
+        else:
+            call.approvals.append(d.approver)
         data["quorum"] = f"{len(call.approvals)}/{call.quorum}"
         if len(call.approvals) >= call.quorum:
             original = new.action_requests[idx]

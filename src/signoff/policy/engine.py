@@ -32,6 +32,7 @@ from signoff.policy.interrupt_on import translate_interrupt_on
 from signoff.policy.loader import Compiled, compile_policy
 from signoff.policy.people import People
 from signoff.policy.rates import RateBy, RateCounter
+from signoff.policy.redact import SecretKeys
 from signoff.policy.source import Source, parse_yaml
 
 #: Verdicts carry this many hex characters of ``Policy.hash`` (64 bits: enough to tell
@@ -49,6 +50,8 @@ class Policy:
     store_url: str
     people: People
     sections: dict[str, dict[str, Any]]
+    redact_keys: tuple[str, ...]
+    secret_keys: SecretKeys
     warnings: list[str]
     interrupt_on_extras: dict[str, dict[str, Any]]
 
@@ -67,6 +70,8 @@ class Policy:
         self.store_url = compiled.store_url
         self.people = compiled.people
         self.sections = compiled.sections
+        self.redact_keys = compiled.redact_keys  # secret argument names (policy/redact.py)
+        self.secret_keys = SecretKeys(compiled.redact_keys)
         self.warnings = compiled.warnings
         self.interrupt_on_extras = interrupt_on_extras or {}
         self._exact = compiled.exact

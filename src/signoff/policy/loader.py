@@ -19,6 +19,8 @@ from signoff.model import RISK_LEVELS, Risk, VerdictKind
 from signoff.policy.compiled import Outcome, Rule, ToolEntry
 from signoff.policy.conditions import ALWAYS, CondCompiler
 from signoff.policy.people import People, parse_people
+from signoff.policy.redact import DEFAULT_REDACT_KEYS
+from signoff.policy.regex import RegexError, compile_regex
 from signoff.policy.review import (
     ANY_NOTE,
     APPROVAL_ONLY_KEYS,
@@ -62,6 +64,7 @@ class Compiled:
     people: People = field(default_factory=People)
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    redact_keys: tuple[str, ...] = DEFAULT_REDACT_KEYS
 
 
 def compile_policy(
@@ -87,6 +90,7 @@ def compile_policy(
     out = Compiled(people=people)
     out.store_url = resolve_store(data.get("store"), base_dir, root.key("store"), problems)
     out.sections = _sections(data, root, problems)
+    out.redact_keys = redact_keys(data, root, problems)
     builder = _Builder(problems, people, policy_hash, internal_ids=internal_ids)
     builder.defaults(data.get("defaults"), root.key("defaults"), out)
     builder.tools(data.get("tools"), root.key("tools"), out)
@@ -169,6 +173,41 @@ def _sections(data: Mapping[Any, Any], root: Loc, problems: Problems) -> dict[st
         else:
             problems.add(root.key(name), f"{name} is a mapping, got {_kind(value)}")
     return sections
+
+
+def redact_keys(data: Mapping[Any, Any], root: Loc, problems: Problems) -> tuple[str, ...]:
+    """The one list of secret-named argument patterns: top-level ``redact_keys``, or its
+    older name ``ui.redact_keys``; the default list when neither is given."""
+    top = data.get("redact_keys")
+    ui = data.get("ui")
+    alias = ui.get("redact_keys") if isinstance(ui, Mapping) else None
+    if top is not None and alias is not None and top != alias:
+        problems.add(
+            root.key("redact_keys"),
+            "redact_keys and ui.redact_keys (its older name) are both given and differ; "
+            "keep the top-level redact_keys and remove ui.redact_keys",
+        )
+    if top is not None:
+        return _patterns(top, root.key("redact_keys"), problems)
+    if alias is not None:
+        return _patterns(alias, root.key("ui").key("redact_keys"), problems)
+    return DEFAULT_REDACT_KEYS
+
+
+def _patterns(value: object, loc: Loc, problems: Problems) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        problems.add(
+            loc,
+            "a list of regular expressions for secret argument names, e.g. "
+            f"['pass(word)?', token, 'api[_-]?key'], got {_kind(value)}",
+        )
+        return DEFAULT_REDACT_KEYS
+    for i, pattern in enumerate(value):
+        try:
+            compile_regex(pattern, ignore_case=True)
+        except RegexError as exc:
+            problems.add(loc.item(i), str(exc))
+    return tuple(value)
 
 
 def _kind(value: object) -> str:

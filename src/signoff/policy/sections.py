@@ -38,6 +38,12 @@ SECTIONS: tuple[Section, ...] = (
     Section("people", "policy", "The people who exist, their roles, and how to reach them."),
     Section("tools", "policy", "One entry per tool (or glob of tools): rules and review fields."),
     Section(
+        "redact_keys",
+        "policy",
+        "Secret argument names (a list of case-insensitive regexes): masked on every surface, "
+        "digested in audit events and in finished requests. `ui.redact_keys` is its old name.",
+    ),
+    Section(
         "limits",
         "runtime",
         "What an agent may send: nesting depth, argument size, calls per request, context "

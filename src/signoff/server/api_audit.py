@@ -2,6 +2,8 @@
 
 Admins read every row. Other approvers read the rows of requests they may see (rows about
 allowed/denied calls, which belong to no request, are admins' only). Agents read none.
+Nobody reads a secret: arguments in the rows are masked (``redact_keys``); rows written by
+this version hold digests there already, so their hashes still verify from an export.
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from signoff.model import AuditRecord, NotFound
+from signoff.policy.redact import NameMatcher, mask_audit_data
 from signoff.server.access import may_see, require_approver
 from signoff.server.bodies import query_choice, query_int, query_text, query_time
 from signoff.server.identity import Identity
@@ -77,7 +81,8 @@ async def read_audit(request: Request) -> Response:
             headers={"Content-Disposition": 'attachment; filename="signoff-audit.jsonl"'},
         )
     rows = await state.gate.store.read_audit(query)
-    visible = [r.to_wire() for r in rows if await visibility.allows(r)]
+    secrets = state.policy.secret_keys
+    visible = [shown(r, secrets) for r in rows if await visibility.allows(r)]
     next_after = rows[-1].seq if len(rows) == limit else None
     return JSONResponse({"records": visible, "next_after_seq": next_after})
 
@@ -86,14 +91,22 @@ async def _jsonl(
     state: ServerState, query: AuditQuery, visibility: Visibility
 ) -> AsyncIterator[str]:
     after = query.after_seq
+    secrets = state.policy.secret_keys
     while True:
         rows = await state.gate.store.read_audit(replace(query, after_seq=after, limit=PAGE))
         for row in rows:
             if await visibility.allows(row):
-                yield json.dumps(row.to_wire(), ensure_ascii=False) + "\n"
+                yield json.dumps(shown(row, secrets), ensure_ascii=False) + "\n"
         if len(rows) < PAGE:
             return
         after = rows[-1].seq
+
+
+def shown(record: AuditRecord, secrets: NameMatcher) -> dict[str, Any]:
+    """A row as the API serves it: arguments masked."""
+    doc = record.to_wire()
+    doc["data"] = mask_audit_data(record.data, secrets)
+    return doc
 
 
 routes = [Route("/v1/audit", read_audit, methods=["GET"])]

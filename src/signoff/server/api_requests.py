@@ -120,7 +120,7 @@ async def ask(request: Request) -> Response:
         wait=False,
     )
     assert isinstance(req, ApprovalRequest)
-    return JSONResponse(request_view(req), status_code=201)
+    return JSONResponse(request_view(req, state.policy.secret_keys), status_code=201)
 
 
 async def list_requests(request: Request) -> Response:
@@ -136,7 +136,9 @@ async def list_requests(request: Request) -> Response:
     )
     return JSONResponse(
         {
-            "requests": [request_view(r) for r in page if may_see(who, r)],
+            "requests": [
+                request_view(r, state.policy.secret_keys) for r in page if may_see(who, r)
+            ],
             "next_offset": offset + limit if len(page) == limit else None,
         }
     )
@@ -146,7 +148,7 @@ async def get_request(request: Request) -> Response:
     state = state_of(request)
     who = await caller(request, state)
     req = await visible_request(state, who, request.path_params["id"])
-    return JSONResponse(request_view(req))
+    return JSONResponse(request_view(req, state.policy.secret_keys))
 
 
 async def post_decisions(request: Request) -> Response:
@@ -168,7 +170,7 @@ async def post_decisions(request: Request) -> Response:
         req = await decide(state, who, request.path_params["id"], data, channel)
     except AlreadyDecided as exc:
         raise _already_decided(exc, await state.gate.get(exc.request_id)) from None
-    view = request_view(req)
+    view = request_view(req, state.policy.secret_keys)
     view["grants"] = await _grants_created(state, who, req, channel, started)
     return JSONResponse(view)
 
@@ -194,7 +196,7 @@ async def _grants_created(
 def _already_decided(exc: AlreadyDecided, req: ApprovalRequest) -> ApiError:
     """The 409, with each call's outcome: who decided what, and when."""
     error = from_signoff_error(exc)
-    error.extra["resolution"] = request_view(req)["resolution"]
+    error.extra["resolution"] = request_view(req, None)["resolution"]  # outcomes only
     return error
 
 
@@ -209,7 +211,7 @@ async def wait(request: Request) -> Response:
         request_id = req.id
         del req  # a parked waiter should hold as little as possible: there may be thousands
         req = await _wait_or_stop(state, request_id, timeout)
-    return JSONResponse(request_view(req))
+    return JSONResponse(request_view(req, state.policy.secret_keys))
 
 
 async def _wait_or_stop(state: ServerState, request_id: str, timeout: float) -> ApprovalRequest:
@@ -236,7 +238,7 @@ async def cancel(request: Request) -> Response:
     if not may_cancel(who, req):
         raise forbidden("only the agent that made the request, or an admin, may cancel it")
     req = await state.gate.acancel(req.id, actor=who.name, reason=body.reason)
-    return JSONResponse(request_view(req))
+    return JSONResponse(request_view(req, state.policy.secret_keys))
 
 
 async def execution(request: Request) -> Response:
@@ -261,7 +263,7 @@ async def execution(request: Request) -> Response:
             gate.record_execution(
                 ToolCall(action.name, action.args, id=call_id), request_context(req, state.policy)
             )
-    return JSONResponse(request_view(await gate.get(req.id)))
+    return JSONResponse(request_view(await gate.get(req.id), state.policy.secret_keys))
 
 
 routes = [

@@ -131,7 +131,7 @@ def _request_response(
     status: int = 200,
 ) -> Response:
     texts = grant_previews(state, who, req)
-    page = present(req, who, state.settings.ui.redactor(), error, posted, texts)
+    page = present(req, who, state.policy.secret_keys, error, posted, texts)
     name = "_request_body.html" if request.query_params.get("partial") else "request.html"
     return render(
         state.templates, request, name, context(state, who, p=page, page="request"), status=status
@@ -215,7 +215,7 @@ def _decision_from_form(
         except KeyError:
             return decision  # the gate names the unknown call id
         # An edit starts from what would run now (a quorum's earlier edit included).
-        args = parse_edit(action.args, cfg, form, state.settings.ui.redactor())
+        args = parse_edit(action.args, cfg, form, state.policy.secret_keys)
         decision["edited_action"] = {"name": action.name, "args": args}
     return decision
 
@@ -257,7 +257,7 @@ async def audit_page(request: Request) -> Response:
     await state.gate.store.flush_audit()
     rows = await state.gate.store.read_audit(query)
     visibility = Visibility(state, who)
-    secret_key = state.settings.ui.redactor()
+    secret_key = state.policy.secret_keys
     shown = [
         {"r": r, "data": redact(r.data, secret_key)} for r in rows if await visibility.allows(r)
     ]

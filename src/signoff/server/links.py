@@ -108,7 +108,7 @@ def _confirm(
     status: int = 200,
 ) -> Response:
     who = state.auth.person(link.approver)
-    page = present(req, who, state.settings.ui.redactor())
+    page = present(req, who, state.policy.secret_keys)
     context: dict[str, Any] = {
         "who": None,
         "ui_title": state.settings.ui.title,

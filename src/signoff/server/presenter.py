@@ -19,26 +19,17 @@ from typing import Any
 
 from signoff.model import ApprovalRequest, CallState, ReviewConfig
 from signoff.model.text import ABSENT, changed_args, inert
-from signoff.policy.regex import Regex
+from signoff.policy.redact import REDACTED as REDACTED  # what a masked value looks like
+from signoff.policy.redact import NameMatcher, mask, restore
 from signoff.server.access import decidable_calls, self_approval_only_reject
 from signoff.server.identity import Identity
 
-REDACTED = "••••••"
 FieldKind = str  # "text" | "integer" | "number" | "boolean" | "json" | "choice"
 
 
-def redact(value: Any, secret_key: Regex | None) -> Any:
-    """A copy of ``value`` with the values of secret-looking keys replaced."""
-    if secret_key is None:
-        return value
-    if isinstance(value, dict):
-        return {
-            k: REDACTED if secret_key.search(str(k)) else redact(v, secret_key)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [redact(v, secret_key) for v in value]
-    return value
+def redact(value: Any, secret_key: NameMatcher | None) -> Any:
+    """A copy of ``value`` with the values of secret-named keys (any depth) masked."""
+    return mask(value, secret_key)
 
 
 def pretty(value: Any) -> str:
@@ -107,7 +98,7 @@ class RequestPage:
 def present(
     req: ApprovalRequest,
     who: Identity,
-    secret_key: Regex | None,
+    secret_key: NameMatcher | None,
     error: tuple[str | None, str | None, str] | None = None,
     posted: dict[str, str] | None = None,
     grant_texts: Mapping[str, str] | None = None,
@@ -161,7 +152,7 @@ def present(
 
 
 def arg_changes(
-    before: dict[str, Any], after: dict[str, Any], secret_key: Regex | None
+    before: dict[str, Any], after: dict[str, Any], secret_key: NameMatcher | None
 ) -> list[ArgChangeView]:
     """What an edit changed, each side as compact JSON with secrets redacted."""
 
@@ -204,9 +195,11 @@ def _attach_error(
 
 
 def _edit_fields(
-    args: dict[str, Any], cfg: ReviewConfig, secret_key: Regex | None
+    args: dict[str, Any], cfg: ReviewConfig, secret_key: NameMatcher | None
 ) -> list[EditField]:
-    names = list(args) if cfg.editable_args == "*" else list(cfg.editable_args)
+    """One field per editable argument; secret-named arguments are never editable, so they
+    get none (the arguments above the form show them masked)."""
+    names = [n for n in _editable(args, cfg) if not _secret(secret_key, n)]
     props = (cfg.args_schema or {}).get("properties", {})
     out = []
     for name in names:
@@ -237,9 +230,19 @@ def field_kind(value: Any, spec: dict[str, Any]) -> FieldKind:
     return "json"
 
 
-def _field(name: str, value: Any, spec: dict[str, Any], secret_key: Regex | None) -> EditField:
+def _editable(args: dict[str, Any], cfg: ReviewConfig) -> list[str]:
+    return list(args) if cfg.editable_args == "*" else list(cfg.editable_args)
+
+
+def _secret(secret_key: NameMatcher | None, name: str) -> bool:
+    return bool(secret_key and secret_key.search(name))
+
+
+def _field(
+    name: str, value: Any, spec: dict[str, Any], secret_key: NameMatcher | None
+) -> EditField:
     kind = field_kind(value, spec)
-    secret = bool(secret_key and secret_key.search(name))
+    secret = _secret(secret_key, name)
     attrs: dict[str, str] = {}
     for key, attr in (
         ("minimum", "min"),
@@ -258,7 +261,7 @@ def _field(name: str, value: Any, spec: dict[str, Any], secret_key: Regex | None
     return EditField(
         name=name,
         kind=kind,
-        value="" if secret else field_text(kind, value),
+        value="" if secret else field_text(kind, mask(value, secret_key)),
         checked=value is True,
         secret=secret,
         choices=[str(c) for c in spec.get("enum", [])] if kind == "choice" else [],
@@ -288,19 +291,22 @@ def parse_edit(
     args: dict[str, Any],
     cfg: ReviewConfig,
     form: dict[str, str],
-    secret_key: Regex | None,
+    secret_key: NameMatcher | None,
 ) -> dict[str, Any]:
     """The edited arguments from the form: ``args`` (those that would run now) with editable
     fields replaced.
 
     Types come from the server's own knowledge (schema, original value), never from hidden
-    form fields. A blank secret field keeps the original value, and so does a field sent
-    back exactly as shown (its shown form may differ from the value: see field_text).
+    form fields. A secret-named argument is never taken from the form, and a nested secret
+    shown masked in a JSON field gets its real value back (changing it is refused by the
+    gate). A field sent back exactly as shown keeps the value itself (its shown form may
+    differ from the value: see field_text).
     """
     edited = dict(args)
     props = (cfg.args_schema or {}).get("properties", {})
-    names = list(args) if cfg.editable_args == "*" else list(cfg.editable_args)
-    for name in names:
+    for name in _editable(args, cfg):
+        if _secret(secret_key, name):
+            continue  # never editable: the value that runs is the one the agent sent
         spec = props.get(name) if isinstance(props, dict) else None
         kind = field_kind(args.get(name), spec if isinstance(spec, dict) else {})
         key = f"arg.{name}"
@@ -310,11 +316,11 @@ def parse_edit(
         if key not in form:
             continue
         raw = form[key]
-        if raw == "" and (name not in args or (secret_key and secret_key.search(name))):
-            continue  # left blank: an absent argument stays absent, a secret keeps its value
-        if name in args and raw == field_text(kind, args[name]):
+        if raw == "" and name not in args:
+            continue  # left blank: an absent argument stays absent
+        if name in args and raw == field_text(kind, mask(args[name], secret_key)):
             continue  # unchanged: keep the value itself, not its shown form
-        edited[name] = _parse(name, kind, raw)
+        edited[name] = restore(_parse(name, kind, raw), args.get(name))
     return edited
 
 

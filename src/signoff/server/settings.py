@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from signoff.channels.redact import DEFAULT_REDACT_KEYS  # one list for inbox and chat
 from signoff.model import PolicyError
+from signoff.policy.redact import DEFAULT_REDACT_KEYS
 from signoff.policy.regex import Regex, RegexError, compile_any, compile_regex
 from signoff.policy.settings import (
     Duration,
@@ -88,7 +88,9 @@ class AuthSettings(_Section):
 
 
 class UISettings(_Section):
-    """The web inbox: its title and which argument names are redacted."""
+    """The web inbox: its title. ``redact_keys`` is the older name of the top-level
+    ``redact_keys`` (the one list every surface uses: ``Policy.secret_keys``), still
+    accepted and checked here."""
 
     title: str = "signoff"
     redact_keys: list[str] = Field(default_factory=lambda: list(DEFAULT_REDACT_KEYS))
@@ -104,7 +106,9 @@ class UISettings(_Section):
         return value
 
     def redactor(self) -> Regex | None:
-        """The keys as one case-insensitive RE2 pattern (linear time on agent-chosen names)."""
+        """These keys as one case-insensitive RE2 pattern. The server itself uses the
+        policy's ``secret_keys`` (top-level ``redact_keys``, or this list under its old
+        name)."""
         if not self.redact_keys:
             return None
         return compile_any(self.redact_keys, ignore_case=True)

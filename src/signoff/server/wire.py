@@ -22,6 +22,7 @@ from signoff.model import (
 )
 from signoff.model.grants import Grant
 from signoff.policy import Policy
+from signoff.policy.redact import NameMatcher, mask_request
 
 NAME = Field(min_length=1, max_length=200)
 
@@ -293,9 +294,11 @@ def grant_view(grant: Grant, now: datetime) -> dict[str, Any]:
     return doc
 
 
-def request_view(req: ApprovalRequest) -> dict[str, Any]:
-    """The JSON of ``GET /v1/requests/{id}`` (see :class:`RequestOut`)."""
-    doc = req.to_wire()
+def request_view(req: ApprovalRequest, secrets: NameMatcher | None) -> dict[str, Any]:
+    """The JSON of ``GET /v1/requests/{id}`` (see :class:`RequestOut`), secret-named
+    argument values masked (``secrets``: the policy's ``redact_keys``) for every caller —
+    agents merge their own arguments back (see :func:`signoff.policy.redact.merge_edit`)."""
+    doc = mask_request(req.to_wire(), secrets)
     doc["deadline"] = doc["expires_at"]
     doc["matched_rules"] = [
         {"tool_call_id": a["tool_call_id"], "rule": a["rule"], "reason": a["reason"]}

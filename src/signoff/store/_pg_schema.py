@@ -239,7 +239,30 @@ _V4 = (
     $do$""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+_V5 = (
+    # A random secret of this store: it keys the digests of secret arguments when the config
+    # has no audit.key (signoff/policy/redact.py). gen_random_uuid() draws from the server's
+    # strong random source; three of them hashed give 256 bits.
+    "CREATE TABLE {s}.store_secrets (name text PRIMARY KEY, value text NOT NULL)",
+    """INSERT INTO {s}.store_secrets (name, value) VALUES ('redaction_salt',
+        encode(sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text
+                                 || gen_random_uuid()::text, 'UTF8')), 'hex'))""",
+    # Roles already granted the request tables may read it (replicas keep working).
+    """DO $do$
+    DECLARE r text;
+    BEGIN
+        FOR r IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
+                 WHERE table_schema = {schema} AND table_name = 'requests'
+                   AND privilege_type = 'INSERT' AND grantee <> current_user
+                   AND grantee <> 'PUBLIC'
+        LOOP
+            EXECUTE format('GRANT SELECT ON %I.store_secrets TO %I', {schema}, r);
+        END LOOP;
+    END
+    $do$""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 AUDIT_TRIGGERS = tuple(_AUDIT_TRIGGER_SQL)
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -325,6 +348,7 @@ async def _checked(conn: AsyncConnection[Any], schema: str) -> int:
 APP_GRANTS = (
     "GRANT USAGE ON SCHEMA {s} TO {role}",
     "GRANT SELECT ON {s}.schema_migrations TO {role}",
+    "GRANT SELECT ON {s}.store_secrets TO {role}",
     "GRANT SELECT, INSERT, UPDATE ON {s}.requests, {s}.call_keys, {s}.grants, "
     "{s}.grants_version, {s}.audit_head, {s}.outbox TO {role}",
     "GRANT SELECT, INSERT ON {s}.audit TO {role}",

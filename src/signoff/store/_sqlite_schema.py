@@ -9,6 +9,7 @@ transaction recreates the audit table's append-only triggers if someone dropped 
 from __future__ import annotations
 
 import logging
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -182,7 +183,17 @@ def _v4(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
+def _v5(conn: sqlite3.Connection) -> None:
+    """A random secret of this store: it keys the digests of secret arguments when the
+    config has no ``audit.key`` (see signoff/policy/redact.py)."""
+    conn.execute("CREATE TABLE store_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute(
+        "INSERT INTO store_secrets (name, value) VALUES ('redaction_salt', ?)",
+        (secrets.token_hex(32),),
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
 AUDIT_TRIGGERS = tuple(AUDIT_TRIGGER_SQL)
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -259,6 +259,12 @@ class Store(Protocol):
         the number of processes sweeping."""
         ...
 
+    async def redaction_salt(self) -> bytes:
+        """A random secret created with the store (32 bytes), shared by every process using
+        it: it keys the digests of secret arguments when the config has no ``audit.key``
+        (see :mod:`signoff.policy.redact`). Never exported or shown."""
+        ...
+
     # ---------------------------------------------------------------- quarantine
 
     async def count_requests(self) -> RequestCounts:

@@ -8,6 +8,7 @@ the same on SQLite or PostgreSQL. One ``threading.Lock`` plays the write transac
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -56,6 +57,7 @@ class MemoryStore(MemoryOutbox):
         self._grants: dict[str, Grant] = {}
         self._grants_noted: set[str] = set()  # grant ids whose expiry was audited
         self._grants_version = 0
+        self._salt = os.urandom(32)  # keys secret-argument digests without an audit.key
         self._audit: list[AuditRecord] = []
         self._queued: deque[AuditEvent] = deque()
         self._waiters = Waiters()
@@ -237,6 +239,9 @@ class MemoryStore(MemoryOutbox):
     async def grants_version(self) -> int:
         with self._lock:
             return self._grants_version
+
+    async def redaction_salt(self) -> bytes:
+        return self._salt
 
     async def note_expired_grants(self, now: datetime) -> list[Grant]:
         with self._lock:

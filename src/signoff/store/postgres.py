@@ -43,6 +43,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg import sql
 
 from signoff._loopthread import LoopThread
 from signoff.model import (
@@ -573,6 +574,19 @@ class PostgresStore:
             return int(row[0]) if row else 0
 
         return await self._call(lambda: self._retry_read("reading the grants version", read))
+
+    async def redaction_salt(self) -> bytes:
+        query = sql.SQL("SELECT value FROM {s}.store_secrets WHERE name = 'redaction_salt'").format(
+            s=sql.Identifier(self.schema)
+        )
+
+        async def read(conn: Conn) -> bytes:
+            row = await (await conn.execute(query)).fetchone()
+            if row is None:
+                raise StoreError(f"PostgreSQL store {redact(self.dsn)} has no redaction salt")
+            return bytes.fromhex(str(row[0]))
+
+        return await self._call(lambda: self._retry_read("reading the redaction salt", read))
 
     async def note_expired_grants(self, now: datetime) -> list[Grant]:
         """One transaction: lock and mark the due rows (``SKIP LOCKED``: another replica's

@@ -411,6 +411,17 @@ class SQLiteStore:
     async def grants_version(self) -> int:
         return await self._read(grant_rows.version, "reading the grants version")
 
+    async def redaction_salt(self) -> bytes:
+        def read(conn: sqlite3.Connection) -> bytes:
+            row = conn.execute(
+                "SELECT value FROM store_secrets WHERE name = 'redaction_salt'"
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"SQLite store {self.path} has no redaction salt")
+            return bytes.fromhex(str(row[0]))
+
+        return await self._read(read, "reading the redaction salt")
+
     async def note_expired_grants(self, now: datetime) -> list[Grant]:
         def job(conn: sqlite3.Connection) -> list[Grant]:
             return self._transaction(

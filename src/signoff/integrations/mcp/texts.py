@@ -10,8 +10,7 @@ from typing import Any
 
 from signoff.model import ApprovalRequest, utcnow
 from signoff.policy import Policy
-
-SECRET_KEYS = ("password", "passwd", "secret", "token", "api_key", "apikey", "authorization")
+from signoff.policy.redact import mask
 
 
 def approval_url(policy: Policy, request_id: str) -> str | None:
@@ -57,24 +56,12 @@ def held_meta(policy: Policy, req: ApprovalRequest) -> dict[str, Any]:
     }
 
 
-def redacted(args: Mapping[str, Any]) -> dict[str, Any]:
-    """Arguments with secret-looking values hidden (for prompts shown in a client)."""
-    out: dict[str, Any] = {}
-    for key, value in args.items():
-        if any(s in key.lower() for s in SECRET_KEYS):
-            out[key] = "***"
-        elif isinstance(value, Mapping):
-            out[key] = redacted(value)
-        else:
-            out[key] = value
-    return out
-
-
 def approval_prompt(policy: Policy, req: ApprovalRequest) -> str:
     """What the in-client approval form says (deterministic per call)."""
     lines = ["signoff: an agent wants to run a tool that needs your approval."]
     for action in req.action_requests:
-        args = json.dumps(redacted(action.args), ensure_ascii=False, default=str)
+        # The policy's redact_keys, like every other surface: masked at any depth.
+        args = json.dumps(mask(action.args, policy.secret_keys), ensure_ascii=False, default=str)
         lines.append(f"Tool: {action.name}\nArguments: {args[:1500]}")
         if action.description:
             lines.append(f"Why it needs approval: {action.description}")
