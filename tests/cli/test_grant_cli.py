@@ -83,7 +83,7 @@ def test_add_prints_the_resolved_rule_and_the_exact_sentence(config: Path) -> No
     assert lines[0] == "rule prod-deploy: the rule the policy sends such a call to"
     assert lines[1].startswith(
         "grant: also approve `deploy` calls under rule prod-deploy from billing-bot for erin "
-        "on thread t-1 when {'args.env': 'prod'} until "
+        'on thread t-1 when {"args.env": "prod"} until '
     )
     assert lines[-1].startswith("created grant_")
     assert check(config).allowed

@@ -412,9 +412,12 @@ def test_thread_approval_approves_later_calls_on_that_thread_only(gate: Gate) ->
     first = gate.submit([ToolCall("execute", {"command": "rm a"})], ctx)
     assert first.request is not None
     gate.decide(first.request.id, [{"type": "approve", "scope": "thread"}], approver="dave")
+    # The grant decides at the check: the later call is allowed at once, nothing is stored,
+    # and the audit names the grant (auto_approved, with grant_id).
     second = gate.submit([ToolCall("execute", {"command": "rm b"})], ctx)
-    assert second.request is not None and second.request.calls[0].resolution == "approved"
-    assert "auto_approved" in events(gate, request_id=second.request.id)
+    assert second.request is None and second.verdicts[0].allowed
+    assert second.verdicts[0].grant is not None
+    assert "auto_approved" in events(gate)
     other_tool = gate.submit([ToolCall("quick", {})], ctx)
     assert other_tool.request is not None and other_tool.request.pending  # same tool only
     other = gate.submit(

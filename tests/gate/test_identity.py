@@ -174,7 +174,6 @@ def test_strict_principals_must_be_a_boolean() -> None:
     assert any("gate.strict_principals" in e for e in errors)
 
 
-@pytest.mark.xfail(strict=True, reason="the lead wires PrincipalStage into default_pipeline")
 def test_the_default_pipeline_has_the_principals_stage() -> None:
     gate = Gate(Policy.from_yaml(textwrap.dedent(STRICT)), MemoryStore())
     try:

@@ -138,7 +138,8 @@ async def test_two_sweepers_never_expire_a_request_twice(pg_url: str, schema: st
         statuses = Counter(r.status for r in await store.list_requests(limit=N_DEADLINES))
     assert not set(swept[0]) & set(swept[1]), "two sweepers expired the same request"
     assert all(swept), f"one sweeper did no work: {[len(s) for s in swept]}"
-    assert statuses == {"resolved": won, "expired": N_DEADLINES - won}
+    # Counter, not dict: a run where every decision lost (a loaded machine) has no "resolved"
+    assert statuses == Counter({"resolved": won, "expired": N_DEADLINES - won})
     assert len(swept[0]) + len(swept[1]) == N_DEADLINES - won  # only the sweepers expire
     print(f"decided {won}, expired by sweeper 1: {len(swept[0])}, by sweeper 2: {len(swept[1])}")
     for request in requests:

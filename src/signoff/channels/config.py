@@ -41,6 +41,7 @@ WebhookEvent = Literal[
     "expired",
     "cancelled",
     "escalated",
+    "edit_rerouted",
     "grant_created",
     "grant_revoked",
     "grant_expired",

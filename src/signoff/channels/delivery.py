@@ -137,6 +137,8 @@ class Delivery:
         items: list[OutboxItem] = []
         if req.pending and any(e.event == "escalated" for e in tr.events):
             items += self.planner.escalated(req, utcnow())
+        if req.pending and any(e.event == "edit_rerouted" for e in tr.events):
+            items += self.planner.rerouted(req, utcnow())
         for told in TOLD_EVENTS:
             if any(e.event == told for e in tr.events):
                 items += self.planner.told(req, told, utcnow())

@@ -86,6 +86,14 @@ class Planner:
         items += self._events(req, "escalated", now)
         return items
 
+    def rerouted(self, req: ApprovalRequest, now: datetime) -> list[OutboxItem]:
+        """Prompts for whoever may decide the request now that an edit moved a call to
+        another rule (keyed by the request's version: each re-route asks once)."""
+        people = approvers_of(req, self.people)
+        items = self._prompts(req, people, "prompt", now, f"rerouted-{req.version}")
+        items += self._events(req, "edit_rerouted", now)
+        return items
+
     def resolved(
         self, req: ApprovalRequest, rows: Sequence[OutboxItem], now: datetime
     ) -> list[OutboxItem]:

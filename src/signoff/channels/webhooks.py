@@ -1,11 +1,11 @@
 """Generic webhooks, signed per Standard Webhooks (standardwebhooks.com, spec v1).
 
 **Out**: each subscriber in ``channels.webhooks`` gets ``approval.created``,
-``approval.decided``, ``approval.expired``, ``approval.cancelled`` and
-``approval.escalated`` events (those in its ``events`` list) — the way an agent platform
-learns it can resume a paused graph — and ``approval.grant_created`` (an approval that also
-created a grant; ``data.grant_ids``), ``approval.reattached`` and ``approval.reconciled``.
-Headers: ``webhook-id`` (the outbox row id, the same
+``approval.decided``, ``approval.expired``, ``approval.cancelled``, ``approval.escalated``
+and ``approval.edit_rerouted`` events (those in its ``events`` list) — the way an agent platform
+learns it can resume a paused graph — and ``approval.grant_created`` (an
+approval that also created a grant; ``data.grant_ids``), ``approval.reattached`` and
+``approval.reconciled``. Headers: ``webhook-id`` (the outbox row id, the same
 on every retry: the subscriber's dedupe key), ``webhook-timestamp`` (this attempt, unix
 seconds) and ``webhook-signature: v1,<base64 HMAC-SHA256(key, "{id}.{timestamp}.{body}")>``.
 410 Gone means the subscriber is gone: no more attempts.

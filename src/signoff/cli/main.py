@@ -461,6 +461,37 @@ def respond(
     _decide(config, request_id, approver, _each_call(call, decision), as_json, server, token)
 
 
+@app.command("reconcile")
+def reconcile_cmd(
+    request_id: Annotated[str, typer.Argument(help="Request id.")],
+    call: Annotated[str, typer.Option("--call", help="The interrupted call's id.")],
+    outcome: Annotated[str, typer.Option("--outcome", help="How it ended: executed or failed.")],
+    approver: AsOpt,
+    message: Annotated[str | None, typer.Option("-m", "--message", help="Why (audited).")] = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Record how an interrupted execution ended (after gate.execution_timeout)."""
+    if outcome not in ("executed", "failed"):
+        fail("--outcome is executed or failed", 2)
+    approver = deciding.require_as(approver)
+    with open_gate(config, acting_as=approver) as gate:
+        req = run_or_fail(
+            gate,
+            gate.areconcile(
+                request_id,
+                call,
+                outcome="executed" if outcome == "executed" else "failed",
+                actor=approver,
+                message=message,
+            ),
+        )
+    if as_json:
+        emit_json(req.to_wire())
+    else:
+        out.print(render.line(f"{call}: {outcome} (reconciled by {approver})"))
+
+
 @app.command("cancel")
 def cancel_cmd(
     request_id: Annotated[str, typer.Argument(help="Request id.")],

@@ -9,7 +9,7 @@ invisible characters show as visible stand-ins and ``[brackets]`` show as typed.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from signoff.channels.redact import Redactor
+from signoff.gate.settings import GateSettings
 from signoff.model import ApprovalRequest, utcnow
 from signoff.model.text import ABSENT, changed_args, inert
 
@@ -183,11 +184,7 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
         if call.message:
             out.print(line("    message: ", call.message))
         if call.execution:
-            note = (
-                " — interrupted: needs reconciliation by a human"
-                if call.execution == "executing"
-                else ""
-            )
+            note = _execution_note(call, policy) if call.execution == "executing" else ""
             out.print(
                 line(
                     f"    execution: {call.execution}{note}",
@@ -237,6 +234,19 @@ def _arg_value(redact: Redactor, name: str, value: object) -> str:
     return as_json(redact.value({name: value})[name])
 
 
+def _execution_note(call: Any, policy: Any) -> str:
+    """A claim younger than ``gate.execution_timeout`` may still be running; an older one was
+    interrupted and waits for ``signoff reconcile``."""
+    timeout = GateSettings.from_policy(policy).execution_timeout if policy else 900.0
+    started = call.execution_at
+    if started is not None and utcnow() - started < timedelta(seconds=timeout):
+        return f" — running since {started.strftime('%H:%M:%S')} UTC"
+    return (
+        " — interrupted: record how it ended with "
+        f"`signoff reconcile <id> --call {call.tool_call_id} --outcome executed|failed`"
+    )
+
+
 def decision_summary(out: Console, r: ApprovalRequest, approver: str) -> None:
     for action, call in zip(r.action_requests, r.calls, strict=True):
         if call.resolution:
@@ -255,6 +265,8 @@ def decision_summary(out: Console, r: ApprovalRequest, approver: str) -> None:
                 )
             )
     out.print(line(f"request {r.id} is {r.status}"))
+    for notice in r.reroute_notices():
+        out.print(line((notice, "yellow")))
     granted = [d.grant_id for d in r.decisions if d.grant_id and d.approver == approver]
     for grant_id in dict.fromkeys(granted):
         out.print(line("also granted ", (grant_id, "bold"), " (`signoff grant list` shows it)"))

@@ -12,7 +12,7 @@ import functools
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from signoff.gate.context import current_context
+from signoff.gate.context import current_context, use_context
 from signoff.gate.guard import OnReject, denied_error, raise_for
 from signoff.model import (
     ApprovalRequest,
@@ -51,12 +51,13 @@ def remote_guard(
             return str(exc)
         raise exc
 
-    async def decide_fate(call: ToolCall) -> tuple[Verdict, ApprovalRequest | None]:
+    async def decide_fate(call: ToolCall) -> tuple[Verdict, ApprovalRequest | None, ToolCall]:
         sub = await gate.asubmit([call], current_context(), fetch=False)
         verdict = sub.verdicts[0]
+        call = ToolCall(call.name, call.args, id=sub.stored_id(call.id))  # re-attached?
         if verdict.needs_approval and sub.request_id:
-            return verdict, await gate.await_request(sub.request_id)
-        return verdict, None
+            return verdict, await gate.await_request(sub.request_id), call
+        return verdict, None, call
 
     def stop_reason(
         call: ToolCall, verdict: Verdict, req: ApprovalRequest | None
@@ -74,8 +75,7 @@ def remote_guard(
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            call = ToolCall(tool, bind(args, kwargs))
-            verdict, req = await decide_fate(call)
+            verdict, req, call = await decide_fate(ToolCall(tool, bind(args, kwargs)))
             reason = stop_reason(call, verdict, req)
             if reason is not None:
                 return stopped(reason)
@@ -93,17 +93,12 @@ def remote_guard(
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        call = ToolCall(tool, bind(args, kwargs))
+        async def fate() -> tuple[Verdict, ApprovalRequest | None, ToolCall]:
+            with use_context(ctx):
+                return await decide_fate(ToolCall(tool, bind(args, kwargs)))
+
         ctx = current_context()
-
-        async def fate() -> tuple[Verdict, ApprovalRequest | None]:
-            sub = await gate.asubmit([call], ctx, fetch=False)
-            verdict = sub.verdicts[0]
-            if verdict.needs_approval and sub.request_id:
-                return verdict, await gate.await_request(sub.request_id)
-            return verdict, None
-
-        verdict, req = gate._run(fate())
+        verdict, req, call = gate._run(fate())
         reason = stop_reason(call, verdict, req)
         if reason is not None:
             return stopped(reason)

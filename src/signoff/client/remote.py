@@ -90,11 +90,18 @@ class RemoteSubmission:
         verdicts: list[Verdict],
         request: ApprovalRequest | None,
         request_id: str | None = None,
+        stored_ids: dict[str, str] | None = None,
     ) -> None:
         self.calls = calls
         self.verdicts = verdicts
         self.request = request
         self.request_id = request.id if request is not None else request_id
+        self.stored_ids = stored_ids or {}
+
+    def stored_id(self, call_id: str) -> str:
+        """The call's id in the request (another one when the server re-attached this step
+        to the request asked before the agent restarted)."""
+        return self.stored_ids.get(call_id, call_id)
 
     def verdict_for(self, call_id: str) -> Verdict:
         for call, verdict in zip(self.calls, self.verdicts, strict=True):
@@ -128,6 +135,7 @@ class RemoteGate(ContextMethods):
         self._token = token
         self._api: ApiClient | None = None
         self._closed = False
+        self._steps_seen: set[tuple[str, str | None]] = set()
         self._sent: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
 
     # ------------------------------------------------------------------ construction
@@ -182,10 +190,14 @@ class RemoteGate(ContextMethods):
         server is idempotent on tool-call ids). ``fetch=False`` skips reading the stored
         request (``request_id`` is still set)."""
         ctx = ctx if ctx is not None else current_context()
-        body = {
+        body: dict[str, Any] = {
             "tool_calls": [{"id": c.id, "name": c.name, "args": dict(c.args)} for c in calls],
             "context": context_json(ctx),
         }
+        step = (ctx.thread, ctx.agent)
+        if step not in self._steps_seen:  # first step per thread: a restart may have preceded
+            self._steps_seen.add(step)
+            body["reattach"] = True
         data = await self._on_portal(
             lambda api: api.call("POST", "/v1/requests", json=body, retry=True)
         )
@@ -193,11 +205,13 @@ class RemoteGate(ContextMethods):
             Verdict(v["verdict"], v["rule"], reason=v.get("reason")) for v in data["verdicts"]
         ]
         request_id = data.get("id")
+        sub = RemoteSubmission(list(calls), verdicts, None, request_id, data.get("stored_ids"))
         if request_id:
             for call in calls:
-                self._remember(request_id, call.id, call.args)
-        request = await self.get(request_id) if request_id and fetch else None
-        return RemoteSubmission(list(calls), verdicts, request, request_id)
+                self._remember(request_id, sub.stored_id(call.id), call.args)
+        if request_id and fetch:
+            sub.request = await self.get(request_id)
+        return sub
 
     def _remember(self, request_id: str, call_id: str, args: Mapping[str, Any]) -> None:
         self._sent[(request_id, call_id)] = dict(args)

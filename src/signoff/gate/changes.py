@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
+from signoff.gate.submission import notify
 from signoff.gate.wiring import DeliveryWorker, Notifier
 from signoff.model import ApprovalRequest, SignoffError, StoreError
 from signoff.model.resolution import Transition
@@ -56,12 +57,14 @@ class Changes:
             log.exception("queueing notifications for %s failed", tr.request.id)
 
     async def after_change(self, tr: Transition) -> None:
-        """Follow-ups of a stored change: outbox updates, and in-process channels told of a
-        resolution."""
+        """Follow-ups of a stored change: outbox updates, in-process channels told of a
+        resolution, or asked again when an edit moved a call to other approvers."""
         if not tr.changed:
             return
         await self.queue_notifications(tr)
         if tr.request.pending:
+            if any(e.event == "edit_rerouted" for e in tr.events):
+                await notify(cast("Gate", self), tr.request)  # the new rule's approvers
             return
         for channel in self.channels:
             try:

@@ -25,7 +25,9 @@ from typing import Any, Protocol
 from signoff.checks import ArgsSchema
 from signoff.checks.limits import Limits, check_args, check_json
 from signoff.checks.schema import ModelArgs
+from signoff.gate.principals import PrincipalStage
 from signoff.model import AuditEvent, CallContext, InvalidInput, Risk, ToolCall, Verdict
+from signoff.model.audit import AuditEventType
 from signoff.policy import Policy
 from signoff.policy.rates import RateCounter
 from signoff.policy.redact import Redaction
@@ -270,11 +272,13 @@ class AuditHealthStage:
 
 
 def default_pipeline(policy: Policy, rates: RateCounter, limits: Limits, store: Store) -> Pipeline:
-    """limits → schema → validators → policy → audit health: what every gate checks."""
+    """limits → principals → schema → validators → policy → audit health (grants are added
+    after the policy by the gate): what every gate checks."""
     return Pipeline(
         policy,
         [
             LimitsStage(policy, limits),
+            PrincipalStage(policy),
             SchemaStage(policy),
             ValidatorStage(policy),
             PolicyStage(policy, rates),
@@ -300,10 +304,15 @@ def audit_verdict(
         data["reason"] = verdict.reason
     if redaction is not None:
         data["args"], data["args_digest"] = redaction.deferred(call.args)
+    event: AuditEventType = "allowed" if verdict.allowed else "denied"
+    if verdict.grant is not None:
+        data["grant_id"] = verdict.grant
+        if verdict.allowed:
+            event = "auto_approved"  # a standing approval stood in for a human
     try:
         store.audit_nowait(
             AuditEvent(
-                event="allowed" if verdict.allowed else "denied",
+                event=event,
                 thread=ctx.thread,
                 tool=call.name,
                 tool_call_id=call.id,

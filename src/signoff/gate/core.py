@@ -7,7 +7,7 @@ evaluate → (allow | deny | require_approval → persist → notify → wait �
 
 * :mod:`~signoff.gate.checking` — the check pipeline (limits → schema → validators → policy);
 * :mod:`~signoff.gate.submission` — building, storing and announcing a request;
-* :mod:`~signoff.gate.grants` — standing thread approvals;
+* :mod:`~signoff.gate.grants` — standing approvals: the check stage, its cache, the API;
 * :mod:`~signoff.gate.waiting` — waiting for the outcome without polling;
 * :mod:`~signoff.gate.decisions` — validating decisions and edits;
 * :mod:`~signoff.gate.ledger` — running an approved call exactly once;
@@ -41,11 +41,14 @@ from signoff.gate.changes import Changes
 from signoff.gate.checking import Pipeline, ToolInfo, Validator, audit_verdict, default_pipeline
 from signoff.gate.context import ContextMethods, current_context
 from signoff.gate.decisions import request_context
+from signoff.gate.granting import GrantMethods
+from signoff.gate.grants import GrantCache, GrantSettings, GrantsStage
 from signoff.gate.guard import guard as _guard
 from signoff.gate.ledger import LedgerMethods
 from signoff.gate.lifecycle import Lifecycle
 from signoff.gate.portal import Portal
 from signoff.gate.ratelimit import RateWindows
+from signoff.gate.reattach import waiter_id
 from signoff.gate.settings import GateSettings
 from signoff.gate.submission import Submission
 from signoff.gate.sweeper import Sweeper
@@ -79,7 +82,7 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
+class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
     """Decides, asks, waits, runs and records — for one policy and one store."""
 
     def __init__(
@@ -106,12 +109,16 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
         self.rates = RateWindows()
         self.limits = Limits.from_sections(policy.sections)
         self.checks: Pipeline = default_pipeline(policy, self.rates, self.limits, self.store)
+        self.grant_settings = GrantSettings.from_sections(policy.sections)
+        self.grant_cache = GrantCache(policy)
+        self.checks.add(GrantsStage(policy, self.grant_cache), after="policy")
+        self.settings = GateSettings.from_policy(policy)
         # Secret arguments: masked in audit events, sealed once a call is finished (the key
         # is audit.key, else the store's salt, read at start).
         self.redaction = Redaction(policy.secret_keys, audit_key(policy.sections))
-        if sweep_interval is None:
-            sweep_interval = GateSettings.from_policy(policy).sweep_interval
-        self.sweeper = Sweeper(self, sweep_interval)
+        self.waiter_id = waiter_id()  # this process, as the holder of leases on requests
+        self._steps_seen: set[tuple[str, str | None]] = set()
+        self.sweeper = Sweeper(self, sweep_interval or self.settings.sweep_interval)
         self._rate_tools: dict[str, bool] = {}
         self._portal = Portal()
         self._start_lock = threading.Lock()
@@ -235,7 +242,12 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
 
     # ------------------------------------------------------------------ submit
     async def asubmit(
-        self, calls: Sequence[ToolCall], ctx: CallContext | None = None, *, risk: Risk | None = None
+        self,
+        calls: Sequence[ToolCall],
+        ctx: CallContext | None = None,
+        *,
+        risk: Risk | None = None,
+        reattach: bool | None = None,
     ) -> Submission:
         """Check one agent step's calls; store one request for those that need review.
 
@@ -246,7 +258,7 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
         ctx = ctx if ctx is not None else current_context()
         submission.check_call_count(calls, self.limits)
         verdicts = [await self.acheck(c, ctx, risk=risk) for c in calls]
-        return await self.asubmit_checked(list(calls), verdicts, ctx)
+        return await self.asubmit_checked(list(calls), verdicts, ctx, reattach=reattach)
 
     def submit(
         self, calls: Sequence[ToolCall], ctx: CallContext | None = None, *, risk: Risk | None = None
@@ -263,9 +275,20 @@ class Gate(Lifecycle, Changes, LedgerMethods, ContextMethods):
         ctx: CallContext,
         *,
         inquiry: Inquiry | None = None,
+        reattach: bool | None = None,
     ) -> Submission:
         """Like :meth:`asubmit` for calls whose verdicts were already computed."""
-        return await submission.submit_checked(self, calls, verdicts, ctx, inquiry)
+        return await submission.submit_checked(self, calls, verdicts, ctx, inquiry, reattach)
+
+    def first_step(self, ctx: CallContext) -> bool:
+        """Whether this is the first step this gate submits for (thread, agent)."""
+        key = (ctx.thread, ctx.agent)
+        if key in self._steps_seen:
+            return False
+        if len(self._steps_seen) > 100_000:  # bounded: a long-lived server sees many threads
+            self._steps_seen.clear()
+        self._steps_seen.add(key)
+        return True
 
     # ------------------------------------------------------------------ wait
     async def await_request(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:

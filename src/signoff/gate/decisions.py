@@ -9,11 +9,13 @@ by the policy). Every refusal is a :class:`DecisionError` naming the field.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from signoff.checks import schema_for
+from signoff.gate.granting import grant_from_decision
 from signoff.model import (
     Action,
     ApprovalRequest,
@@ -22,10 +24,13 @@ from signoff.model import (
     DecisionError,
     DecisionRecord,
     NotAuthorized,
+    ReviewConfig,
+    ReviewSpec,
     ToolCall,
     utcnow,
 )
-from signoff.model.resolution import Transition, apply_decisions
+from signoff.model.grants import Grant, GrantRequest
+from signoff.model.resolution import Reroute, Transition, apply_decisions
 from signoff.policy import Policy
 from signoff.policy.redact import restore, secret_changes
 
@@ -56,10 +61,20 @@ async def decide(
         # Validated against the freshest row inside the write transaction: one store round
         # trip instead of a read then a write, and positional decisions line up with what is
         # pending *now*. Raising here stores nothing.
-        records = gate.validate_decisions(fresh, parsed, approver=who, channel=channel)
-        return apply_decisions(fresh, records, approver_roles=roles, now=utcnow())
+        checked = checked_decisions(gate, fresh, parsed, approver=who, channel=channel)
+        return apply_decisions(
+            fresh,
+            checked.records,
+            approver_roles=roles,
+            now=utcnow(),
+            reroutes=checked.reroutes,
+            key=gate.policy.person_key,
+            grants=checked.grants,
+        )
 
     tr = await gate.update(request_id, mutate)
+    for grant in tr.grants:  # effective for this process at once; others within a second
+        gate.grant_cache.put(grant)
     await gate.after_change(tr)
     return tr.request
 
@@ -129,11 +144,34 @@ def validate_decisions(
     channel: str,
 ) -> list[DecisionRecord]:
     """Parse and check decisions against the request without storing anything."""
+    return checked_decisions(gate, req, decisions, approver=approver, channel=channel).records
+
+
+@dataclass(slots=True)
+class Checked:
+    """Decisions ready for the state machine: the records, where re-routed edits go, and the
+    grants approvals with a wider scope create (written in the same transaction)."""
+
+    records: list[DecisionRecord] = field(default_factory=list)
+    reroutes: dict[str, Reroute] = field(default_factory=dict)
+    grants: dict[str, Grant] = field(default_factory=dict)
+
+
+def checked_decisions(
+    gate: Gate,
+    req: ApprovalRequest,
+    decisions: Sequence[Decision | Mapping[str, Any]],
+    *,
+    approver: str,
+    channel: str,
+) -> Checked:
+    """The decisions as records, where each edit that changes the routing sends its call, and
+    the grants wider approvals create."""
     parsed = parse_decisions(decisions)
+    out = Checked()
     targets = assign_call_ids(req, parsed)
     call_ids = {c.tool_call_id for c in req.calls}
     now = utcnow()
-    records = []
     for i, (d, call_id) in enumerate(zip(parsed, targets, strict=True)):
         where = f"decisions[{i}]"
         if call_id not in call_ids:
@@ -142,8 +180,16 @@ def validate_decisions(
                 + ", ".join(c.tool_call_id for c in req.calls),
                 field=f"{where}.tool_call_id",
             )
-        _check_one(gate, req, call_id, d, where)
-        records.append(
+        reroute = _check_one(gate, req, call_id, d, where)
+        if reroute is not None:
+            out.reroutes[call_id] = reroute
+        grant = None
+        if d.scope != "call":
+            scope = GrantRequest(kind="thread") if d.scope == "thread" else d.scope
+            assert isinstance(scope, GrantRequest)
+            grant = grant_from_decision(gate, req, call_id, scope, approver, d.message, where)
+            out.grants[call_id] = grant
+        out.records.append(
             DecisionRecord(
                 tool_call_id=call_id,
                 type=d.type,
@@ -153,13 +199,17 @@ def validate_decisions(
                 approver=approver,
                 channel=channel,
                 at=now,
+                grant_id=grant.id if grant is not None else None,
             )
         )
-    return records
+    return out
 
 
-def _check_one(gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, where: str) -> None:
+def _check_one(
+    gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, where: str
+) -> Reroute | None:
     cfg = req.config(call_id)
+    reroute = None
     if d.type not in cfg.allowed_decisions:
         raise DecisionError(
             f"decision type {d.type!r} is not allowed for {cfg.action_name}; "
@@ -167,7 +217,7 @@ def _check_one(gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, wher
             field=f"{where}.type",
         )
     if d.type == "edit":
-        check_edit(gate, req, call_id, d, where)
+        reroute = check_edit(gate, req, call_id, d, where)
     elif d.edited_action is not None:
         raise DecisionError(
             "edited_action is only valid with type 'edit'", field=f"{where}.edited_action"
@@ -176,21 +226,20 @@ def _check_one(gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, wher
         raise DecisionError(
             "a respond decision needs the answer in `message`", field=f"{where}.message"
         )
-    if d.scope == "thread" and d.type != "approve":
+    if d.scope != "call" and d.type != "approve":
         raise DecisionError(
-            "scope 'thread' is only valid on an approve decision", field=f"{where}.scope"
-        )
-    if d.scope == "thread" and not cfg.allow_thread_approval:
-        raise DecisionError(
-            f"the policy forbids approving {cfg.action_name} for the "
-            "whole thread (allow_thread_approval: false)",
+            "a scope other than 'call' (a standing approval) is only valid on an approve decision",
             field=f"{where}.scope",
         )
+    return reroute
 
 
-def check_edit(gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, where: str) -> None:
-    """Same tool, only editable arguments changed, schema holds, and the policy does not
-    deny the edited call."""
+def check_edit(
+    gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, where: str
+) -> Reroute | None:
+    """Same tool, only editable arguments changed, the schema holds — and the edited call is
+    evaluated like a new call: a deny refuses the edit; a different rule, other approvers or
+    a larger quorum (``on_error`` included) returns where the call must go instead."""
     original = req.action_request(call_id)
     cfg = req.config(call_id)
     edited = d.edited_action
@@ -246,6 +295,13 @@ def check_edit(gate: Gate, req: ApprovalRequest, call_id: str, d: Decision, wher
             "edit it differently or reject it",
             field=f"{where}.edited_action.args",
         )
+    if not verdict.needs_approval:
+        return None  # the policy would let the edited call run: the edit resolves as before
+    spec = verdict.review or ReviewSpec()
+    routed = ReviewConfig.of(call_id, original.name, spec, cfg.args_schema)
+    if verdict.rule == original.rule and routed.approvers == cfg.approvers:
+        return None  # same rule, same approvers: as before (the quorum restarts)
+    return Reroute(routed, verdict.rule, verdict.reason)
 
 
 def request_context(req: ApprovalRequest, policy: Policy) -> CallContext:

@@ -1,79 +1,229 @@
-"""Standing approvals: a ``scope: thread`` approve covers later calls of the same tool.
+"""Grants (standing approvals and refusals) on the gate's check path.
 
-Applied when a request is created: for each call still needing a decision, a grant given on
-the same thread by a person who could approve the call alone (quorum 1, allowed to decide,
-not the requester when self-approval is forbidden) auto-approves it, audited as
-``auto_approved``.
+The check path stays synchronous and I/O-free: active grants live in an in-memory
+:class:`GrantCache`, loaded when the gate starts, updated at once for grants this process
+creates or revokes, and refreshed when the store's grants version changes — the gate looks
+every ``REFRESH_S`` (a cheap one-row read), so a revocation made by another process takes
+effect within a second.
+
+:class:`GrantsStage` runs after the policy: a call the policy sends to rule R for approval is
+approved at once by an active allow grant for the same tool and rule whose scope and
+conditions cover it (never when R needs a quorum above one), and rejected at once by a deny
+grant. A policy ``allow`` or ``deny`` is never changed by a grant.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import asyncio
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from signoff.model import ApprovalRequest, DecisionRecord, utcnow
-from signoff.model.resolution import ThreadGrant, Transition, apply_decisions, may_decide
+from pydantic import Field
+
+from signoff.gate.checking import CheckState
+from signoff.model import (
+    PolicyError,
+    Verdict,
+    utcnow,
+)
+from signoff.model.grants import Grant
+from signoff.policy import Policy
+from signoff.policy.grants import GrantCondition, compile_grant_condition
+from signoff.policy.settings import Duration, SettingsSection, expand_env, validated
+from signoff.store import Store
 
 if TYPE_CHECKING:
-    from signoff.gate.core import Gate
+    pass
+
+log = logging.getLogger("signoff.gate")
+
+REFRESH_S = 0.5
 
 
-async def _granted_tools(gate: Gate, grants: Sequence[ThreadGrant]) -> dict[tuple[str, str], str]:
-    """The tool each thread grant was given for (read from the granting request)."""
-    tools: dict[tuple[str, str], str] = {}
-    for grant in grants:
-        source = await gate.store.get_request(grant.request_id)
-        if source is None:
-            continue
-        try:
-            tools[(grant.request_id, grant.tool_call_id)] = source.action_request(
-                grant.tool_call_id
-            ).name
-        except KeyError:
-            continue
-    return tools
+class GrantSettings(SettingsSection):
+    """The ``grants:`` section: default and longest lifetime, who may make wide grants."""
 
+    default_ttl: Duration = 8 * 3600.0
+    max_ttl: Duration = 30 * 86400.0
+    admin_roles: list[str] = Field(default_factory=lambda: ["admin"])
 
-async def apply_thread_grants(gate: Gate, req: ApprovalRequest) -> ApprovalRequest | None:
-    """Auto-approve what the thread's grants cover; the updated request, or None if nothing."""
-    grants = await gate.store.thread_grants(req.thread)
-    if not grants:
-        return None
-    granted_tools = await _granted_tools(gate, grants)
-    latest: ApprovalRequest | None = None
-    for call, cfg in zip(req.calls, req.review_configs, strict=True):
-        for grant in grants:
-            if granted_tools.get((grant.request_id, grant.tool_call_id)) != cfg.action_name:
-                continue  # a grant covers later calls of the same tool only
-            roles = gate.policy.roles_of(grant.approver)
-            if not cfg.allow_thread_approval or cfg.approvers.quorum > 1:
-                continue
-            if may_decide(cfg, req, grant.approver, roles) is not None:
-                continue
-            if cfg.forbid_self_approval and grant.approver == req.principal.id:
-                continue
-            record = DecisionRecord(
-                tool_call_id=call.tool_call_id,
-                type="approve",
-                approver=grant.approver,
-                channel="thread_grant",
-                at=utcnow(),
-                message=f"approved for the whole thread in request {grant.request_id}",
+    @classmethod
+    def from_sections(
+        cls, sections: Mapping[str, Mapping[str, Any]], *, filename: str = "signoff.yaml"
+    ) -> GrantSettings:
+        data = expand_env(dict(sections.get("grants") or {}), "grants")
+        settings = validated(_Wrapper, {"grants": data}, filename).grants
+        if settings.default_ttl > settings.max_ttl:
+            raise PolicyError(
+                "default_ttl is longer than max_ttl", path=f"{filename}.grants.default_ttl"
             )
+        return settings
 
-            def mutate(
-                r: ApprovalRequest,
-                record: DecisionRecord = record,
-                roles: frozenset[str] = roles,
-            ) -> Transition:
-                tr = apply_decisions(r, [record], approver_roles=roles, now=utcnow())
-                for ev in tr.events:
-                    if ev.event == "decided":
-                        ev.event = "auto_approved"
-                return tr
 
-            tr = await gate.update(req.id, mutate)
-            await gate.queue_notifications(tr)
-            latest = tr.request
-            break
-    return latest
+class _Wrapper(SettingsSection):
+    grants: GrantSettings = Field(default_factory=GrantSettings)
+
+
+def check_sections(sections: Mapping[str, Mapping[str, Any]], *, filename: str) -> None:
+    """The ``grants:`` checker of the section registry (:mod:`signoff.policy.sections`)."""
+    GrantSettings.from_sections(sections, filename=filename)
+
+
+class GrantCache:
+    """Active grants with their compiled conditions, for the synchronous check path."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._lock = threading.Lock()
+        self._grants: dict[str, tuple[Grant, GrantCondition]] = {}
+        self._by_key: dict[tuple[str | None, ...], list[tuple[Grant, GrantCondition]]] = {}
+        self.version: int | None = None
+        self._task: asyncio.Future[None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._grants)
+
+    def replace(self, grants: Sequence[Grant], version: int | None) -> None:
+        compiled = {}
+        for grant in grants:
+            entry = self._compile(grant)
+            if entry is not None:
+                compiled[grant.id] = entry
+        with self._lock:
+            self._grants = compiled
+            self._index()
+            self.version = version
+
+    def put(self, grant: Grant) -> None:
+        """A grant this process created or revoked (effective at once, before any refresh)."""
+        with self._lock:
+            self._grants.pop(grant.id, None)
+            entry = self._compile(grant) if grant.revoked_at is None else None
+            if entry is not None:
+                self._grants[grant.id] = entry
+            self._index()
+
+    def drop(self, grant_id: str) -> None:
+        with self._lock:
+            if self._grants.pop(grant_id, None) is not None:
+                self._index()
+
+    def _compile(self, grant: Grant) -> tuple[Grant, GrantCondition] | None:
+        try:
+            return grant, compile_grant_condition(self.policy, grant.when)
+        except PolicyError:
+            log.warning("grant %s has conditions this policy cannot read; ignored", grant.id)
+            return None
+
+    def _index(self) -> None:
+        """Grants by (tool, rule, scope key): a check looks at four short lists, however many
+        grants other agents, principals and threads hold."""
+        index: dict[tuple[str | None, ...], list[tuple[Grant, GrantCondition]]] = {}
+        for entry in self._grants.values():
+            index.setdefault(_key_of(entry[0]), []).append(entry)
+        for entries in index.values():  # deny first: a refusal wins over an approval
+            entries.sort(key=lambda e: (e[0].effect != "deny", e[0].created_at))
+        self._by_key = index
+
+    def match(self, state: CheckState, rule: str, now: datetime) -> Grant | None:
+        index = self._by_key
+        if not index:
+            return None
+        call, ctx = state.call, state.ctx
+        pk = self.policy.person_key(ctx.principal.id)
+        found = [
+            e
+            for key in (
+                (call.name, rule, "global"),
+                (call.name, rule, "agent", ctx.agent),
+                (call.name, rule, "principal", pk),
+                (call.name, rule, "thread", ctx.thread, ctx.agent, pk),
+            )
+            for e in index.get(key, ())
+        ]
+        found.sort(key=lambda e: (e[0].effect != "deny", e[0].created_at))
+        for grant, condition in found:
+            if grant.active(now) and grant.covers(call, ctx, rule, pk) and condition(call, ctx):
+                return grant
+        return None
+
+    # ------------------------------------------------------------------ refreshing
+    async def load(self, store: Store) -> None:
+        version = await store.grants_version()
+        self.replace(await store.list_grants(active_at=utcnow()), version)
+
+    async def refresh_if_changed(self, store: Store) -> None:
+        version = await store.grants_version()
+        if version != self.version:
+            self.replace(await store.list_grants(active_at=utcnow()), version)
+
+    def start(self, store: Store) -> None:
+        """Refresh in the background on the running loop (the gate's portal)."""
+        self._task = asyncio.ensure_future(self._refresh_loop(store))
+
+    async def _refresh_loop(self, store: Store) -> None:
+        # A cheap version read, not a wait for a decision: the one periodic look the gate
+        # takes so grants changed by other processes (CLI, replicas) apply within a second.
+        while True:
+            await asyncio.sleep(REFRESH_S)
+            try:
+                await self.refresh_if_changed(store)
+            except Exception:
+                log.exception("refreshing grants failed; keeping the ones loaded")
+
+    async def stop(self) -> None:
+        task = self._task
+        if task is not None:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+
+
+def _key_of(grant: Grant) -> tuple[str | None, ...]:
+    if grant.scope == "global":
+        return (grant.tool, grant.rule, "global")
+    if grant.scope == "agent":
+        return (grant.tool, grant.rule, "agent", grant.agent)
+    if grant.scope == "principal":
+        return (grant.tool, grant.rule, "principal", grant.principal)
+    return (grant.tool, grant.rule, "thread", grant.thread, grant.agent, grant.principal)
+
+
+class GrantsStage:
+    """After the policy: standing approvals and refusals for calls that need a human."""
+
+    name = "grants"
+
+    def __init__(self, policy: Policy, cache: GrantCache) -> None:
+        self.policy = policy
+        self.cache = cache
+
+    def __call__(self, state: CheckState) -> None:
+        verdict = state.verdict
+        if verdict is None or not verdict.needs_approval or not len(self.cache):
+            return
+        grant = self.cache.match(state, verdict.rule, utcnow())
+        if grant is None:
+            return
+        if grant.effect == "deny":
+            why = f": {grant.reason}" if grant.reason else ""
+            state.verdict = Verdict(
+                "deny",
+                verdict.rule,
+                reason=f"rejected by standing grant {grant.id} of {grant.created_by}{why}",
+                policy_hash=verdict.policy_hash,
+                risk=verdict.risk,
+                grant=grant.id,
+            )
+            return
+        review = verdict.review
+        if review is not None and review.approvers.quorum > 1:
+            return  # a grant never stands in for a quorum
+        state.verdict = Verdict(
+            "allow", verdict.rule, policy_hash=verdict.policy_hash, risk=verdict.risk,
+            grant=grant.id,
+        )  # fmt: skip

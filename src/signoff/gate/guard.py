@@ -121,6 +121,7 @@ def guard(
                 return stopped(denied_error(call, verdict))
             sub = await gate.asubmit_checked([call], [verdict], ctx)
             assert sub.request is not None
+            call = ToolCall(call.name, call.args, id=sub.stored_id(call.id))  # re-attached?
             req = await gate.await_request(sub.request.id)
             state = req.call(call.id)
             if not state.runnable:
@@ -149,7 +150,7 @@ def guard(
             return fn(*args, **kwargs)
         if verdict.denied:
             return stopped(denied_error(call, verdict))
-        req = gate._portal.run(_submit_and_wait(gate, call, verdict, ctx))
+        req, call = gate._portal.run(_submit_and_wait(gate, call, verdict, ctx))
         state = req.call(call.id)
         if not state.runnable:
             try:
@@ -168,10 +169,13 @@ def guard(
 
 async def _submit_and_wait(
     gate: Gate, call: ToolCall, verdict: Verdict, ctx: CallContext
-) -> ApprovalRequest:
+) -> tuple[ApprovalRequest, ToolCall]:
+    """The outcome, and the call as the request knows it (another id when a restarted agent
+    re-attached to the request it asked before)."""
     sub = await gate.asubmit_checked([call], [verdict], ctx)
     assert sub.request is not None
-    return await gate.await_request(sub.request.id)
+    call = ToolCall(call.name, call.args, id=sub.stored_id(call.id))
+    return await gate.await_request(sub.request.id), call
 
 
 def _run_sync(

@@ -5,12 +5,23 @@ the remote gate; :class:`LedgerMethods` is the local gate's claim/finish (a mixi
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
 
-from signoff.gate.decisions import request_context
-from signoff.model import ApprovalRequest, CallContext, ToolCall, utcnow
-from signoff.model.resolution import Transition, mark_execution
+from signoff.gate.decisions import check_known_person, request_context
+from signoff.model import (
+    ApprovalRequest,
+    CallContext,
+    DecisionError,
+    NotAuthorized,
+    ToolCall,
+    utcnow,
+)
+from signoff.model.resolution import Transition, mark_execution, may_decide, reconcile
 from signoff.policy import Policy
+
+if TYPE_CHECKING:
+    from signoff.gate.core import Gate
 
 Claim = Callable[[str, str], Awaitable[None]]
 Finish = Callable[..., Awaitable[None]]
@@ -78,3 +89,53 @@ class LedgerMethods:
             ctx or request_context(req, self.policy),
         )
         return result
+
+    async def areconcile(
+        self,
+        request_id: str,
+        call_id: str,
+        *,
+        outcome: Literal["executed", "failed"],
+        actor: str,
+        message: str | None = None,
+    ) -> ApprovalRequest:
+        """Record how an interrupted execution ended (audited ``reconciled``): only for a call
+        still ``executing`` after ``gate.execution_timeout``, by someone who may decide it."""
+        gate: Gate = self  # type: ignore[assignment]
+        await gate.astart()
+        check_known_person(gate.policy, actor)
+        roles = gate.policy.roles_of(actor)
+        before = utcnow() - timedelta(seconds=gate.settings.execution_timeout)
+
+        def mutate(r: ApprovalRequest) -> Transition:
+            try:
+                cfg = r.config(call_id)
+            except KeyError:
+                raise DecisionError(
+                    f"no call {call_id!r} in request {r.id}", field="call"
+                ) from None
+            refusal = may_decide(cfg, r, actor, roles, gate.policy.person_key)
+            if refusal is not None:
+                raise NotAuthorized(refusal, field="approver")
+            return reconcile(
+                r, call_id, outcome, actor=actor, message=message, now=utcnow(),
+                interrupted_before=before,
+            )  # fmt: skip
+
+        tr = await gate.update(request_id, mutate)
+        await gate.after_change(tr)
+        return tr.request
+
+    def reconcile(
+        self,
+        request_id: str,
+        call_id: str,
+        *,
+        outcome: Literal["executed", "failed"],
+        actor: str,
+        message: str | None = None,
+    ) -> ApprovalRequest:
+        gate: Gate = self  # type: ignore[assignment]
+        return gate.run_sync(
+            self.areconcile(request_id, call_id, outcome=outcome, actor=actor, message=message)
+        )

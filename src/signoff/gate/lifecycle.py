@@ -10,6 +10,7 @@ import asyncio
 import threading
 from typing import Any, Self
 
+from signoff.gate.grants import GrantCache
 from signoff.gate.portal import Portal
 from signoff.gate.ratelimit import RateWindows, seed_from_audit
 from signoff.gate.sweeper import Sweeper
@@ -28,6 +29,7 @@ class Lifecycle:
     rates: RateWindows
     tools: dict[str, Any]
     sweeper: Sweeper
+    grant_cache: GrantCache
     delivery: DeliveryWorker | None
     _portal: Portal
     _start_lock: threading.Lock
@@ -78,6 +80,8 @@ class Lifecycle:
         await self.store.open()
         self.redaction.use_store_salt(await self.store.redaction_salt())
         await seed_from_audit(self.rates, self.store, self.policy, self.tools)
+        await self.grant_cache.load(self.store)
+        self.grant_cache.start(self.store)
         await self.sweeper.start()  # expires what passed its deadline while nobody ran
         if self.delivery is not None:
             self._deliverer = asyncio.ensure_future(self.delivery.run())
@@ -112,6 +116,7 @@ class Lifecycle:
 
     async def _close_on_portal(self) -> None:
         await self.sweeper.stop()
+        await self.grant_cache.stop()
         if self.delivery is not None and self._deliverer is not None:
             await self.delivery.stop(self._deliverer)
         await self.store.close()

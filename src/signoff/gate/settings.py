@@ -20,6 +20,14 @@ class GateSettings(SettingsSection):
     """``gate:`` keys, with their defaults."""
 
     sweep_interval: Duration = Field(default=1.0, gt=0)
+    #: A restarted agent asking exactly what it asked before (same agent, principal, thread,
+    #: tool and arguments) re-attaches to the open request once its old waiter's lease lapsed.
+    reattach: bool = True
+    #: How long a waiter's lease lasts without renewal (renewed every third of it).
+    lease: Duration = Field(default=15.0, gt=0)
+    #: How long an ``executing`` claim is presumed alive; older ones show as interrupted and
+    #: may be reconciled by a human.
+    execution_timeout: Duration = Field(default=900.0, gt=0)
     #: Refuse calls whose principal is not in ``people:`` (rule ``unknown_principal``).
     strict_principals: bool = False
 

@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic_core import to_jsonable_python
+
 from signoff.checks.limits import Limits, check_args, check_json, clip_text
 from signoff.checks.schema import ModelArgs
-from signoff.gate.grants import apply_thread_grants
+from signoff.gate.reattach import reattach as find_earlier
 from signoff.model import (
     Action,
     ActionRequest,
@@ -54,6 +56,12 @@ class Submission:
     verdicts: list[Verdict]
     request: ApprovalRequest | None = None
     created: bool = False
+    reattached: bool = False  # the request was asked before a restart (see gate/reattach.py)
+    stored_ids: dict[str, str] = field(default_factory=dict)  # submitted id -> id in request
+
+    def stored_id(self, call_id: str) -> str:
+        """The id of ``call_id`` in the request (another one when it was re-attached)."""
+        return self.stored_ids.get(call_id, call_id)
 
     def verdict_for(self, call_id: str) -> Verdict:
         for call, verdict in zip(self.calls, self.verdicts, strict=True):
@@ -68,6 +76,9 @@ class Submission:
         if self.request is not None:
             body["id"] = self.request.id
             body["status"] = self.request.status
+        if self.reattached:
+            body["reattached"] = True
+            body["stored_ids"] = dict(self.stored_ids)
         return body
 
 
@@ -77,8 +88,13 @@ async def submit_checked(
     verdicts: list[Verdict],
     ctx: CallContext,
     inquiry: Inquiry | None,
+    reattach: bool | None = None,
 ) -> Submission:
-    """Store one request for the calls whose verdict needs review, and set it going."""
+    """Store one request for the calls whose verdict needs review, and set it going.
+
+    ``reattach`` looks for the same step asked before a restart (see gate/reattach.py); by
+    default only for the first step this process submits per (thread, agent): the one a
+    restarted agent asks again, so the lookup costs nothing on later steps."""
     check_call_count(calls, gate.limits)
     sub = Submission(calls, verdicts)
     review = [(c, v) for c, v in zip(calls, verdicts, strict=True) if v.needs_approval]
@@ -86,6 +102,14 @@ async def submit_checked(
         return sub
     _check_stored_input(gate, review, ctx)
     await gate.ensure_writable()
+    if reattach is None:
+        reattach = gate.first_step(ctx)
+    if reattach and gate.settings.reattach and inquiry is None:
+        earlier = await find_earlier(gate, [c for c, _ in review], ctx)
+        if earlier is not None:
+            sub.request, sub.reattached = earlier, True
+            sub.stored_ids = _match_ids([c for c, _ in review], earlier)
+            return sub
     ctx, truncated = _clip_context(ctx, gate.limits)
     request = build_request(gate, review, ctx, inquiry)
     event = _created_event(request, ctx, gate.redaction)
@@ -109,9 +133,7 @@ async def submit_checked(
         )
         sub.request = await _system_resolve(gate, stored, outcome, "yolo", message)
         return sub
-    sub.request = await apply_thread_grants(gate, stored) or stored
-    if sub.request.pending:
-        await notify(gate, sub.request)
+    await notify(gate, stored)
     return sub
 
 
@@ -127,6 +149,19 @@ async def _system_resolve(
         lambda r: system_resolve(r, outcome, actor=actor, now=utcnow(), message=message),
     )
     return tr.request
+
+
+def _match_ids(calls: list[ToolCall], req: ApprovalRequest) -> dict[str, str]:
+    """Pair each submitted call with the stored call asking the same (name, args)."""
+    free = list(req.action_requests)
+    ids = {}
+    for call in calls:
+        for action in free:
+            if action.name == call.name and action.args == to_jsonable_python(call.args):
+                ids[call.id] = action.tool_call_id
+                free.remove(action)
+                break
+    return ids
 
 
 def check_call_count(calls: Sequence[ToolCall], limits: Limits) -> None:
@@ -249,6 +284,8 @@ def build_request(
             )
         )
     return ApprovalRequest(
+        waiter=gate.waiter_id,
+        lease_until=now + timedelta(seconds=gate.settings.lease),
         id=new_id("req"),
         kind="inquiry" if inquiry else "tool_call",
         thread=ctx.thread,

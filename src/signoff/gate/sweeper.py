@@ -12,7 +12,7 @@ import logging
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from signoff.model import ApprovalRequest, utcnow
+from signoff.model import ApprovalRequest, RequestQuarantined, utcnow
 from signoff.model.resolution import Transition, due_transition
 
 if TYPE_CHECKING:
@@ -37,7 +37,13 @@ class Sweeper:
         self._reported: set[str] = set()
 
     async def sweep(self) -> int:
-        """Expire or escalate every due request once; returns how many changed."""
+        """Expire or escalate every due request once; returns how many changed. Grants that
+        reached their expiry are audited (``grant_expired``) on the way."""
+        try:
+            for grant in await self.gate.store.note_expired_grants(utcnow()):
+                self.gate.grant_cache.drop(grant.id)
+        except Exception:
+            log.exception("noting expired grants failed; retrying next pass")
         changed = 0
         failed: set[str] = set()
         while True:
@@ -49,6 +55,9 @@ class Sweeper:
             for request_id in ids:
                 try:
                     tr = await self.gate.update(request_id, due_mutation)
+                except RequestQuarantined:
+                    failed.add(request_id)  # the store set it aside and said so once
+                    continue
                 except Exception:
                     # One bad row never stops the pass: skip it now, retry it next pass,
                     # and say so once per process rather than every second.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from signoff.gate.reattach import renew
 from signoff.gate.sweeper import due_mutation
 from signoff.model import ApprovalRequest, utcnow
 
@@ -21,8 +22,9 @@ async def await_request(gate: Gate, request_id: str, timeout: float | None) -> A
         req = await gate.fetch(request_id)
         if req.terminal:
             return req
+        req = await renew(gate, req)  # a live waiter keeps its lease (no re-attach by others)
         until_due = max(0.0, (req.due_at - utcnow()).total_seconds())
-        budget = until_due + 0.05
+        budget = min(until_due + 0.05, gate.settings.lease / 3)
         if give_up is not None:
             remaining = give_up - loop.time()
             if remaining <= 0:

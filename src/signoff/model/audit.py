@@ -24,6 +24,12 @@ AuditEventType = Literal[
     "failed",  # it raised
     "notification_failed",  # a channel gave up
     "quarantined",  # the stored request could not be read; it is set aside (never fatal)
+    "edit_rerouted",  # an edit moved a call to another rule; it waits for that rule's approvers
+    "grant_created",  # a standing approval (or refusal) was created
+    "grant_revoked",  # ... revoked before its expiry
+    "grant_expired",  # ... reached its expiry
+    "reattached",  # a restarted agent took over an open request whose waiter's lease lapsed
+    "reconciled",  # a human recorded the outcome of an interrupted execution
 ]
 
 

@@ -169,3 +169,12 @@ class InvalidInput(SignoffError):
         self.message = message
         self.field = field
         super().__init__(f"{field}: {message}" if field else message)
+
+
+class LeaseHeld(SignoffError):
+    """Another live process is waiting on this request: it may not be taken over."""
+
+    def __init__(self, message: str, *, request_id: str | None = None) -> None:
+        self.message = message
+        self.request_id = request_id
+        super().__init__(message)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from signoff.model.grants import GrantRequest
 from signoff.model.identity import PersonKey, person_key, same_person
 from signoff.model.verdicts import Approvers, DecisionType, OnTimeout, ReviewSpec, Risk
 
@@ -127,15 +128,17 @@ class Decision(_Model):
     ``tool_call_id`` may be omitted when decisions are given as a positional list
     (LangChain semantics: ``decisions[i]`` answers ``action_requests[i]``).
     ``message`` is the reason (optional on approve, expected on reject) or the answer
-    (required on respond). ``scope: thread`` on an approve also approves later calls on the
-    same thread (where the policy allows it).
+    (required on respond). ``scope`` on an approve also creates a grant (a standing approval,
+    see :mod:`signoff.model.grants`): ``"thread"`` for later calls of the same tool under the
+    same rule from the same agent for the same principal on this thread, or a
+    :class:`GrantRequest` such as ``{"kind": "agent", "for": "8h"}``.
     """
 
     tool_call_id: str | None = None
     type: DecisionType
     edited_action: Action | None = None
     message: str | None = None
-    scope: Scope = "call"
+    scope: Scope | GrantRequest = "call"
 
 
 class DecisionRecord(_Model):
@@ -149,10 +152,11 @@ class DecisionRecord(_Model):
     type: DecisionType
     edited_action: Action | None = None
     message: str | None = None
-    scope: Scope = "call"
+    scope: Scope | GrantRequest = "call"
     approver: str
     channel: str = "api"
     at: datetime
+    grant_id: str | None = None  # the grant this approve created (scope other than "call")
     os_user: str | None = None
 
     def same_as(self, other: DecisionRecord, key: PersonKey = person_key) -> bool:
@@ -181,6 +185,7 @@ class CallState(_Model):
     execution: Execution | None = None
     execution_at: datetime | None = None
     execution_error: str | None = None
+    rerouted_from: str | None = None  # the rule before an edit moved the call to another one
 
     @property
     def runnable(self) -> bool:
@@ -220,6 +225,11 @@ class ApprovalRequest(_Model):
     policy_hash: str = ""
     inquiry: Inquiry | None = None
     version: int = 0
+    # The process waiting on this request holds a lease it renews while it waits; once the
+    # lease has lapsed (the agent crashed), a restarted agent asking the same thing re-attaches
+    # to this request instead of asking the human again.
+    waiter: str | None = None
+    lease_until: datetime | None = None
 
     # ---------------------------------------------------------------- lookups
     def index_of(self, tool_call_id: str) -> int:
@@ -255,6 +265,27 @@ class ApprovalRequest(_Model):
     @property
     def pending_call_ids(self) -> list[str]:
         return [c.tool_call_id for c in self.calls if c.resolution is None]
+
+    def reroute_notices(self) -> list[str]:
+        """One sentence per call an edit moved to another rule that still waits (shown by the
+        CLI, the API and the inbox right after such an edit)."""
+        out = []
+        for action, cfg, call in zip(
+            self.action_requests, self.review_configs, self.calls, strict=True
+        ):
+            if call.rerouted_from is None or call.resolution is not None:
+                continue
+            who = cfg.approvers
+            group = " or ".join(
+                [*(f"role {r}" for r in who.roles), *who.users] or ["any listed approver"]
+            )
+            out.append(
+                f"The edit moved {action.name} {call.tool_call_id} from rule "
+                f"{call.rerouted_from} to rule {action.rule}: it has not run and now needs "
+                f"{call.quorum} approval{'s' if call.quorum != 1 else ''} from {group} "
+                f"({len(call.approvals)} so far)."
+            )
+        return out
 
     def args_fingerprint(self) -> dict[str, dict[str, Any]]:
         return {a.tool_call_id: {"name": a.name, "args": a.args} for a in self.action_requests}

@@ -7,13 +7,20 @@ and hold for SQLite, PostgreSQL and memory alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
 from signoff.model.audit import AuditEvent
-from signoff.model.errors import AlreadyDecided, AlreadyExecuted, DecisionError, NotAuthorized
+from signoff.model.errors import (
+    AlreadyDecided,
+    AlreadyExecuted,
+    DecisionError,
+    LeaseHeld,
+    NotAuthorized,
+)
+from signoff.model.grants import Grant
 from signoff.model.identity import PersonKey, contains_person, person_key, same_person
 from signoff.model.requests import (
     Action,
@@ -37,6 +44,16 @@ class ThreadGrant:
     at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class Reroute:
+    """Where an edit sends its call when the edited call is not the call that was routed:
+    the review of the rule the policy picks for the edited arguments."""
+
+    config: ReviewConfig
+    rule: str
+    reason: str | None = None
+
+
 @dataclass(slots=True)
 class Transition:
     """The new state of a request plus what to audit.
@@ -47,7 +64,7 @@ class Transition:
     request: ApprovalRequest
     events: list[AuditEvent] = field(default_factory=list)
     changed: bool = True
-    grants: list[ThreadGrant] = field(default_factory=list)
+    grants: list[Grant] = field(default_factory=list)  # created by this change, same commit
 
 
 def _event(req: ApprovalRequest, kind: str, call_id: str | None = None, **kw: object) -> AuditEvent:
@@ -155,12 +172,18 @@ def apply_decisions(
     *,
     approver_roles: Iterable[str],
     now: datetime,
+    reroutes: Mapping[str, Reroute] | None = None,
     key: PersonKey = person_key,
+    grants: Mapping[str, Grant] | None = None,
 ) -> Transition:
     """Record ``decisions`` (all by one approver) on a fresh copy of ``req``.
 
     People compare by ``key`` (self-approval, quorum distinctness, repeats): NFKC + casefold
     by default; pass ``Policy.person_key`` so a person's ``aliases:`` count as them too.
+
+    ``reroutes`` (by call id) holds, for an edit whose edited call the policy sends to another
+    rule, other approvers or a larger quorum, where it goes: the call then waits for that
+    rule's approvers instead of resolving (see :func:`_reroute`).
 
     Raises :class:`AlreadyDecided` when the request or a call already has an outcome (unless the
     decision is an exact repeat, which is an idempotent no-op), :class:`NotAuthorized` when the
@@ -213,7 +236,11 @@ def apply_decisions(
         if refusal:
             raise NotAuthorized(refusal, field="approver")
         _check_self(cfg, new, d, key)
-        _apply_one(new, tr, idx, d, now, key)
+        reroute = (reroutes or {}).get(d.tool_call_id) if d.type == "edit" else None
+        if reroute is not None:
+            _reroute(new, tr, idx, d, reroute, roles, now, key)
+        else:
+            _apply_one(new, tr, idx, d, now, key, (grants or {}).get(d.tool_call_id))
     if all(c.resolution is not None for c in new.calls):
         new.status = "resolved"
         new.resolved_at = now
@@ -246,10 +273,12 @@ def _apply_one(
     d: DecisionRecord,
     now: datetime,
     key: PersonKey,
+    grant: Grant | None = None,
 ) -> None:
-    call, cfg = new.calls[idx], new.review_configs[idx]
+    call = new.calls[idx]
     new.decisions.append(d)
-    data: dict[str, object] = {"type": d.type, "channel": d.channel, "scope": d.scope}
+    scope = d.scope if isinstance(d.scope, str) else d.scope.model_dump(by_alias=True)
+    data: dict[str, object] = {"type": d.type, "channel": d.channel, "scope": scope}
     if d.os_user:
         data["os_user"] = d.os_user
     if d.message:
@@ -267,8 +296,10 @@ def _apply_one(
             original = new.action_requests[idx]
             edited = call.action.args != original.args
             _resolve(call, "edited" if edited else "approved", d, now)
-        if d.scope == "thread" and cfg.allow_thread_approval:
-            tr.grants.append(ThreadGrant(new.thread, d.approver, new.id, d.tool_call_id, now))
+        if grant is not None:  # built and checked by the gate (scope, rule, expiry, creator)
+            tr.grants.append(grant)
+            data["grant_id"] = grant.id
+            tr.events.append(_grant_event(grant, now))
     elif d.type == "edit":
         assert d.edited_action is not None  # checked by the gate before it gets here
         call.action = Action(name=call.action.name, args=dict(d.edited_action.args))
@@ -282,6 +313,71 @@ def _apply_one(
     else:
         _resolve(call, "responded", d, now)
     tr.events.append(_event(new, "decided", d.tool_call_id, at=now, actor=d.approver, **data))
+
+
+def _reroute(
+    new: ApprovalRequest,
+    tr: Transition,
+    idx: int,
+    d: DecisionRecord,
+    reroute: Reroute,
+    roles: frozenset[str],
+    now: datetime,
+    key: PersonKey = person_key,
+) -> None:
+    """The one rule for edits that change the routing: the edit is recorded as proposed, the
+    call moves to the new rule's review (approvers, quorum, deadline handling), and the
+    editor's approval counts only if the editor qualifies under the new rule."""
+    call, action = new.calls[idx], new.action_requests[idx]
+    assert d.edited_action is not None  # checked by the gate before it gets here
+    from_rule = action.rule
+    new.decisions.append(d)
+    call.action = Action(name=call.action.name, args=dict(d.edited_action.args))
+    new.review_configs[idx] = reroute.config
+    action.rule, action.reason = reroute.rule, reroute.reason
+    call.quorum = reroute.config.approvers.quorum
+    counted = may_decide(
+        reroute.config, new, d.approver, roles, key
+    ) is None and not is_self_approval(reroute.config, new, d.approver, key)
+    call.approvals = [d.approver] if counted else []
+    call.rerouted_from = from_rule
+    data: dict[str, object] = {
+        "type": "edit",
+        "channel": d.channel,
+        "edited_args": d.edited_action.args,
+        "from_rule": from_rule,
+        "to_rule": reroute.rule,
+        "approvers": reroute.config.approvers.model_dump(),
+        "editor_counted": counted,
+        "quorum": f"{len(call.approvals)}/{call.quorum}",
+    }
+    if d.message:
+        data["message"] = d.message
+    tr.events.append(_event(new, "edit_rerouted", d.tool_call_id, at=now, actor=d.approver, **data))
+    if len(call.approvals) >= call.quorum:
+        _resolve(call, "edited", d, now)
+
+
+def _grant_event(grant: Grant, now: datetime) -> AuditEvent:
+    """The ``grant_created`` audit event (the whole grant: what it covers, until when)."""
+    return AuditEvent(
+        event="grant_created",
+        at=now,
+        request_id=grant.source_request,
+        thread=grant.thread,
+        tool=grant.tool,
+        tool_call_id=grant.source_call,
+        actor=grant.created_by,
+        principal=grant.principal,
+        agent=grant.agent,
+        rule=grant.rule,
+        data={"grant": grant.model_dump(mode="json")},
+    )
+
+
+def grant_created_event(grant: Grant, now: datetime) -> AuditEvent:
+    """The audit event of a grant created outside a decision (CLI, API)."""
+    return _grant_event(grant, now)
 
 
 def _resolve(call: CallState, resolution: str, d: DecisionRecord, now: datetime) -> None:
@@ -488,3 +584,70 @@ def system_resolve(
     )
     new.version += 1
     return tr
+
+
+def take_lease(
+    req: ApprovalRequest, waiter: str, *, until: datetime, now: datetime, reattach: bool
+) -> Transition:
+    """Hold (or renew) the waiter's lease on ``req``.
+
+    With ``reattach`` the caller is taking over someone else's request: allowed only once the
+    current lease has lapsed (two live runs never share one approval), audited ``reattached``.
+    A renewal by the holder writes no audit event.
+    """
+    held = req.lease_until is not None and req.lease_until > now and req.waiter != waiter
+    if held:
+        raise LeaseHeld(
+            f"request {req.id} is being waited on by {req.waiter} until "
+            f"{req.lease_until.isoformat(timespec='seconds') if req.lease_until else '?'}",
+            request_id=req.id,
+        )
+    new = req.copy_for_update()
+    new.waiter, new.lease_until = waiter, until
+    new.version += 1
+    events = []
+    if reattach:
+        events.append(_event(new, "reattached", at=now, actor=waiter, previous_waiter=req.waiter))
+    return Transition(new, events)
+
+
+def reconcile(
+    req: ApprovalRequest,
+    tool_call_id: str,
+    outcome: Execution,
+    *,
+    actor: str,
+    message: str | None,
+    now: datetime,
+    interrupted_before: datetime,
+) -> Transition:
+    """A human records how an interrupted execution ended (``executed`` or ``failed``).
+
+    Only a call still ``executing`` whose claim is older than ``interrupted_before`` (the
+    gate's ``execution_timeout``) can be reconciled: a younger claim may still be running.
+    """
+    if outcome not in ("executed", "failed"):
+        raise DecisionError("the outcome is executed or failed", field="outcome")
+    new = req.copy_for_update()
+    call = new.call(tool_call_id)
+    if call.execution != "executing":
+        raise DecisionError(
+            f"call {tool_call_id} is {call.execution or 'not started'}, not interrupted; "
+            "there is nothing to reconcile",
+            field="call",
+        )
+    if call.execution_at is not None and call.execution_at > interrupted_before:
+        raise DecisionError(
+            f"call {tool_call_id} started at {call.execution_at.isoformat(timespec='seconds')} "
+            "and may still be running; reconcile it once gate.execution_timeout has passed",
+            field="call",
+        )
+    call.execution = outcome
+    call.execution_at = now
+    call.execution_error = message if outcome == "failed" else None
+    new.version += 1
+    data: dict[str, object] = {"outcome": outcome}
+    if message:
+        data["message"] = message
+    event = _event(new, "reconciled", tool_call_id, at=now, actor=actor, **data)
+    return Transition(new, [event])

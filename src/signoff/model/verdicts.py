@@ -94,6 +94,7 @@ class Verdict:
     risk: Risk | None = None
     description: str | None = None
     errors: tuple[str, ...] = field(default=())
+    grant: str | None = None  # the grant that decided instead of a human (allow or deny)
 
     @property
     def allowed(self) -> bool:
@@ -108,12 +109,15 @@ class Verdict:
         return self.kind == "require_approval"
 
     def to_wire(self, tool_call_id: str) -> dict[str, object]:
-        return {
+        wire: dict[str, object] = {
             "tool_call_id": tool_call_id,
             "verdict": self.kind,
             "rule": self.rule,
             "reason": self.reason,
         }
+        if self.grant is not None:
+            wire["grant"] = self.grant
+        return wire
 
     @staticmethod
     def allow(rule: str, *, policy_hash: str = "", risk: Risk | None = None) -> Verdict:

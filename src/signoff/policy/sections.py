@@ -51,6 +51,13 @@ SECTIONS: tuple[Section, ...] = (
         checker="signoff.checks.limits:check_sections",
     ),
     Section(
+        "grants",
+        "runtime",
+        "Standing approvals: `default_ttl`, `max_ttl`, `admin_roles` (who may create global "
+        "and deny grants).",
+        checker="signoff.gate.grants:check_sections",
+    ),
+    Section(
         "gate",
         "runtime",
         "Runtime settings of the gate (not policy): e.g. `sweep_interval`.",

@@ -20,7 +20,7 @@ from signoff.gate import request_context
 from signoff.gate.principals import UNKNOWN_PRINCIPAL, unknown_principal
 from signoff.gate.settings import GateSettings
 from signoff.model import AlreadyDecided, ApprovalRequest, CallContext, ToolCall, utcnow
-from signoff.server.access import may_cancel, may_see, require_agent
+from signoff.server.access import may_cancel, may_see, require_agent, require_approver
 from signoff.server.actions import decide, visible_request
 from signoff.server.bodies import (
     json_body,
@@ -91,7 +91,7 @@ async def submit(request: Request) -> Response:
     ctx = _agent_context(state, who, body)
     calls = tool_calls(body)
     check_submission(calls, ctx.attrs, state.gate.limits)  # 422 naming the field; nothing stored
-    sub = await state.gate.asubmit(calls, ctx)
+    sub = await state.gate.asubmit(calls, ctx, reattach=body.reattach)
     if sub.request is not None and sub.request.agent != who.name:
         raise ApiError(
             409,
@@ -266,6 +266,30 @@ async def execution(request: Request) -> Response:
     return JSONResponse(request_view(await gate.get(req.id), state.policy.secret_keys))
 
 
+async def reconcile(request: Request) -> Response:
+    """An approver records how an interrupted execution ended: ``{"outcome": "executed" |
+    "failed", "message": "..."}`` (only after ``gate.execution_timeout``)."""
+    state = state_of(request)
+    who = await caller(request, state)
+    require_approver(who, "reconcile executions")
+    data = await json_body(request)
+    if not isinstance(data, dict):
+        raise invalid('the body is {"outcome": "executed" | "failed", "message": "..."}', "body")
+    outcome, message = data.get("outcome"), data.get("message")
+    if outcome not in ("executed", "failed"):
+        raise invalid("outcome is executed or failed", "outcome")
+    if message is not None and not isinstance(message, str):
+        raise invalid("message is a string", "message")
+    req = await state.gate.areconcile(
+        request.path_params["id"],
+        request.path_params["call_id"],
+        outcome=outcome,
+        actor=who.name,
+        message=message,
+    )
+    return JSONResponse(request_view(req, state.policy.secret_keys))
+
+
 routes = [
     Route("/v1/requests", submit, methods=["POST"]),
     Route("/v1/requests", list_requests, methods=["GET"]),
@@ -275,4 +299,5 @@ routes = [
     Route("/v1/requests/{id}/wait", wait, methods=["GET"]),
     Route("/v1/requests/{id}/cancel", cancel, methods=["POST"]),
     Route("/v1/requests/{id}/calls/{call_id}/execution", execution, methods=["POST"]),
+    Route("/v1/requests/{id}/calls/{call_id}/reconcile", reconcile, methods=["POST"]),
 ]

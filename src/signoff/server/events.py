@@ -28,6 +28,7 @@ EVENT_TYPES = {
     "auto_approved": "decided",
     "resolved": "decided",
     "escalated": "escalated",
+    "edit_rerouted": "decided",
     "grant_created": "decided",  # the last event of an approve that also granted
     "reconciled": "decided",  # a person recorded how an interrupted call ended
     "reattached": "decided",  # a restarted agent took the request up again

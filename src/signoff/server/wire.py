@@ -62,6 +62,10 @@ class SubmitBody(_Body):
 
     tool_calls: list[ToolCallIn] = Field(min_length=1, max_length=100)
     context: ContextIn = Field(default_factory=ContextIn)
+    #: The agent restarted: re-attach to this step's open request from before (once its old
+    #: waiter's lease lapsed) instead of asking again. RemoteGate sends it on its first step
+    #: per (thread, agent). The answer's ``stored_ids`` map submitted call ids to the request's.
+    reattach: bool = False
 
     @field_validator("tool_calls")
     @classmethod
@@ -185,6 +189,9 @@ class RequestOut(ApprovalRequest):
     matched_rules: list[MatchedRule]
     quorum: list[QuorumProgress]
     resolution: list[CallOutcome]
+    notices: list[str] = Field(
+        default_factory=list
+    )  # e.g. an edit moved a call to a stricter rule: who must decide now
 
 
 class GrantOut(BaseModel):
@@ -300,6 +307,7 @@ def request_view(req: ApprovalRequest, secrets: NameMatcher | None) -> dict[str,
     agents merge their own arguments back (see :func:`signoff.policy.redact.merge_edit`)."""
     doc = mask_request(req.to_wire(), secrets)
     doc["deadline"] = doc["expires_at"]
+    doc["notices"] = req.reroute_notices()
     doc["matched_rules"] = [
         {"tool_call_id": a["tool_call_id"], "rule": a["rule"], "reason": a["reason"]}
         for a in doc["action_requests"]

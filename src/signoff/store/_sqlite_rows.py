@@ -404,6 +404,7 @@ STATE_EVENTS = frozenset(
         "created",
         "decided",
         "auto_approved",
+        "edit_rerouted",
         "escalated",
         "resolved",
         "expired",
