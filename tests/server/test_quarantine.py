@@ -105,6 +105,11 @@ def test_a_row_damaged_behind_the_servers_back_is_quarantined(
     decided = bob.post(f"/v1/requests/{bad}/decisions", json=[{"type": "approve"}])
     assert decided.status_code == 409 and decided.json()["error"] == "quarantined"
     assert gauge(server, "signoff_quarantined_requests") == 1
+    # the API closes it too, for admins (nobody can tell which agent made an unreadable row)
+    assert bob.post(f"/v1/requests/{bad}/cancel", json={}).status_code == 409
+    closed = server.client("alice").post(f"/v1/requests/{bad}/cancel", json={"reason": "junk"})
+    assert closed.status_code == 200 and closed.json()["status"] == "cancelled"
+    assert closed.json()["quarantined"] is True
 
 
 def test_a_due_unreadable_row_does_not_stop_the_server_starting(tmp_path: Path) -> None:

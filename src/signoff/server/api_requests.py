@@ -19,7 +19,14 @@ from signoff.checks.limits import check_submission
 from signoff.gate import request_context
 from signoff.gate.principals import UNKNOWN_PRINCIPAL, unknown_principal
 from signoff.gate.settings import GateSettings
-from signoff.model import AlreadyDecided, ApprovalRequest, CallContext, ToolCall, utcnow
+from signoff.model import (
+    AlreadyDecided,
+    ApprovalRequest,
+    CallContext,
+    RequestQuarantined,
+    ToolCall,
+    utcnow,
+)
 from signoff.server.access import may_cancel, may_see, require_agent, require_approver
 from signoff.server.actions import decide, visible_request
 from signoff.server.bodies import (
@@ -234,7 +241,15 @@ async def cancel(request: Request) -> Response:
     state = state_of(request)
     who = await caller(request, state)
     body = validated(CancelBody, await json_body(request, empty={}))
-    req = await visible_request(state, who, request.path_params["id"])
+    try:
+        req = await visible_request(state, who, request.path_params["id"])
+    except RequestQuarantined as exc:
+        if not who.admin:  # an unreadable row shows nobody who made it: admins close it
+            raise
+        closed = await state.gate.store.cancel_quarantined(
+            exc.request_id or request.path_params["id"], actor=who.name, reason=body.reason
+        )
+        return JSONResponse({**closed.to_json(), "quarantined": True})
     if not may_cancel(who, req):
         raise forbidden("only the agent that made the request, or an admin, may cancel it")
     req = await state.gate.acancel(req.id, actor=who.name, reason=body.reason)
