@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import sqlite3
@@ -148,6 +149,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # The MCP SDK installs an INFO handler on the root logger; later sections' HTTP clients
+    # would print a line per request (thousands in the metrics section).
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     names = [n.strip() for group in args.only for n in group.split(",") if n.strip()]
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:

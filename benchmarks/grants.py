@@ -5,7 +5,7 @@
   batches on three gates over the same SQLite file's policy: no grants; 1,000 active grants
   for *other* tools (what a busy deployment looks like: the cache is indexed by tool); and
   1,000 active grants for the *same* tool and rule, each for another agent, none covering the
-  call (the worst case: every grant of the tool is looked at). ``audit=False`` so the writer
+  call (other agents: the cache indexes by tool, rule and scope). ``audit=False`` so the writer
   thread stays out of the timing (a call that needs approval is not audited by ``check``
   anyway). Target: the same-tool median within 2× of the 0-grant median (same run).
 * **revocation across processes**: a second process (its own ``Gate`` on the same SQLite
@@ -260,7 +260,7 @@ def rows(result: dict[str, Any]) -> list[Row]:
             f"grants: check, {GRANTS} grants on the same tool and rule",
             fmt(check["same_tool"]["median"], "µs"),
             f"≤ 2× 0 grants: {'yes' if ratio_ok else 'NO'}",
-            f"{check['same_tool_ratio']}× (worst case: every grant of the tool is looked at)",
+            f"{check['same_tool_ratio']}× (1,000 grants for other agents on the call's tool and rule)",
         ),
         Row(
             "grants: revocation seen by another process",

@@ -47,7 +47,8 @@ class ServerProcess:
         self.config = directory / "signoff.yaml"
         self.config.write_text(
             f"{fixtures.POLICY_YAML}store: sqlite:///{(directory / 'server.db').resolve()}\n"
-            "serve:\n  access_log: false\n",
+            # 1,000 parked long-polls plus the other clients: above the 1,000 default
+            "serve:\n  access_log: false\n  max_connections: 4000\n",
             encoding="utf-8",
         )
         self.log = directory / "server.log"

@@ -1,7 +1,7 @@
 """No approval lost: leases on waited-on requests, and re-attaching after a restart.
 
 The process waiting on a request holds a lease on it (``waiter``, ``lease_until`` on the
-request) of ``gate.lease`` (default 15 s), renewed every third of that while it waits. When
+request) of ``gate.lease`` (default 60 s), renewed every third of that while it waits. When
 an agent submits a step whose calls — same agent, principal, thread, tools and canonical
 arguments — match an open request (pending, or approved and not yet run) whose lease has
 lapsed, it takes that request over instead of asking the human again (audited

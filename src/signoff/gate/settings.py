@@ -24,7 +24,7 @@ class GateSettings(SettingsSection):
     #: tool and arguments) re-attaches to the open request once its old waiter's lease lapsed.
     reattach: bool = True
     #: How long a waiter's lease lasts without renewal (renewed every third of it).
-    lease: Duration = Field(default=15.0, gt=0)
+    lease: Duration = Field(default=60.0, gt=0)
     #: How long an ``executing`` claim is presumed alive; older ones show as interrupted and
     #: may be reconciled by a human.
     execution_timeout: Duration = Field(default=900.0, gt=0)
