@@ -260,7 +260,7 @@ def rows(result: dict[str, Any]) -> list[Row]:
             f"grants: check, {GRANTS} grants on the same tool and rule",
             fmt(check["same_tool"]["median"], "µs"),
             f"≤ 2× 0 grants: {'yes' if ratio_ok else 'NO'}",
-            f"{check['same_tool_ratio']}× (1,000 grants for other agents on the call's tool and rule)",
+            f"{check['same_tool_ratio']}× (1,000 grants of other agents on this tool and rule)",
         ),
         Row(
             "grants: revocation seen by another process",
