@@ -14,8 +14,11 @@ class SignoffError(Exception):
     """Base class of every error signoff raises on purpose."""
 
 
-class PolicyError(SignoffError):
-    """A policy file (or mapping) is malformed. Raised at load time, never during a call."""
+class PolicyError(SignoffError, ValueError):
+    """A policy file (or mapping) is malformed. Raised at load time, never during a call.
+
+    A ``ValueError`` too: LangChain raises ``ValueError`` for an invalid ``interrupt_on``, and
+    code written for it catches that."""
 
     def __init__(
         self, message: str, *, path: str = "", line: int | None = None, file: str | None = None
@@ -42,8 +45,11 @@ class PolicyErrors(PolicyError):
         return "\n".join(str(e) for e in self.errors)
 
 
-class DecisionError(SignoffError):
+class DecisionError(SignoffError, ValueError):
     """A human decision is invalid; nothing was stored and the request stays pending.
+
+    A ``ValueError`` too (so :class:`NotAuthorized` is one): LangChain's middleware raises
+    ``ValueError`` for a disallowed or unknown decision type, a bad edit or a wrong count.
 
     ``field`` names the offending part (``decisions[1].type``, ``edited_action.args.amount``).
     """

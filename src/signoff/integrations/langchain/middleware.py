@@ -5,7 +5,10 @@ value and ``Command(resume={"decisions": [...]})`` — and a signoff ``Gate`` or
 adds conditions, approver roles, quorum, deadlines, channels and a durable, audited store.
 
 The middleware works entirely inside ``wrap_model_call`` and ``wrap_tool_call``, so it adds
-no node to the graph. Put it **last** in ``create_agent(middleware=[...])``: it must see
+no node to the graph. It subclasses ``HumanInTheLoopMiddleware`` (so ``isinstance`` checks
+and the ``interrupt_on`` / ``description_prefix`` / ``edit_notice`` / ``interrupt_mode``
+attributes work as with LangChain's) but does not inherit its ``after_model`` hooks, which
+would add a node. Put it **last** in ``create_agent(middleware=[...])``: it must see
 each tool call after every other middleware changed it.
 """
 
@@ -15,6 +18,10 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
+from langchain.agents.middleware.human_in_the_loop import (
+    HumanInTheLoopMiddleware,
+    InterruptOnConfig,
+)
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
@@ -33,14 +40,15 @@ from signoff.integrations.langchain._model_step import ModelResult, SetupError, 
 from signoff.integrations.langchain._review import PrincipalSetting, StepReviewer
 from signoff.integrations.langchain._settings import Settings, WaitMode
 from signoff.integrations.langchain._tool_call import tool_flow
-from signoff.model import SignoffError
+from signoff.model import DECISION_TYPES, SignoffError
+from signoff.policy import Policy
 from signoff.store import Store
 
 InterruptOn = Mapping[str, Any]
 ToolResult = ToolMessage | Command[Any]
 
 
-class SignoffMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class SignoffMiddleware(HumanInTheLoopMiddleware[AgentState[Any], Any, Any]):
     """Human sign-off for the tool calls of a ``create_agent`` agent.
 
     ``SignoffMiddleware(interrupt_on)`` takes LangChain's mapping (``True``, ``False`` or
@@ -52,7 +60,20 @@ class SignoffMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     needs a checkpointer; ``mode="blocking"`` waits for the decision inside the tool call.
     A decision sent with ``Command(resume=...)`` is made by ``approver`` (default: the
     principal the agent acts for).
+
+    Like LangChain's, it exposes ``interrupt_on`` (the resolved per-tool configs: with a
+    gate or policy file, the tools whose entry can ask for approval, with the decision types
+    it may allow), ``description_prefix``, ``edit_notice`` and ``interrupt_mode``
+    (always ``"batched"``). They are read at construction: changing them afterwards
+    changes nothing.
     """
+
+    # Not LangChain's: its review runs in ``after_model`` (a graph node) and its state has
+    # an extra channel. signoff works in the wrap hooks, so both go back to the base's —
+    # ``create_agent`` adds a node only for a hook overridden relative to AgentMiddleware.
+    state_schema = vars(AgentMiddleware)["state_schema"]
+    after_model = AgentMiddleware.after_model
+    aafter_model = AgentMiddleware.aafter_model
 
     def __init__(
         self,
@@ -70,7 +91,7 @@ class SignoffMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         agent: str | None = None,
         hold_ungated: bool = False,
     ) -> None:
-        super().__init__()
+        AgentMiddleware.__init__(self)  # not LangChain's __init__: signoff validates the policy
         if interrupt_mode != "batched":
             raise ValueError(
                 f"interrupt_mode={interrupt_mode!r} is not needed with SignoffMiddleware: "
@@ -81,6 +102,14 @@ class SignoffMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             raise ValueError(f"mode is 'interrupt' or 'blocking', got {mode!r}")
         self.gate, self.owns_gate = _resolve_gate(interrupt_on, gate, config, store)
         extras = self.gate.policy.interrupt_on_extras
+        self.interrupt_mode = interrupt_mode
+        self.edit_notice = edit_notice
+        self.description_prefix = description_prefix
+        self.interrupt_on: dict[str, InterruptOnConfig] = (
+            _given_configs(interrupt_on)
+            if isinstance(interrupt_on, Mapping)
+            else _policy_configs(self.gate.policy)
+        )
         self._settings = Settings(
             gate=self.gate,
             reviewer=StepReviewer(self.gate, extras, description_prefix),
@@ -174,6 +203,42 @@ def _resolve_gate(
         return _local(Gate.from_config(config)), True
     assert interrupt_on is not None
     return Gate.from_interrupt_on(interrupt_on, store=store), True
+
+
+def _given_configs(interrupt_on: InterruptOn) -> dict[str, InterruptOnConfig]:
+    """LangChain's resolution: True → every decision type, a dict as given, False → left out."""
+    resolved: dict[str, InterruptOnConfig] = {}
+    for name, config in interrupt_on.items():
+        if config is True:
+            resolved[name] = InterruptOnConfig(allowed_decisions=list(DECISION_TYPES))
+        elif isinstance(config, Mapping):
+            resolved[name] = config  # type: ignore[assignment]  # validated by the policy
+    return resolved
+
+
+def _policy_configs(policy: Policy) -> dict[str, InterruptOnConfig]:
+    """Per tool named in ``tools:``, the decision types its approvals may allow.
+
+    A tool whose entry never asks (allow or deny only) is left out, as ``False`` is in
+    LangChain's mapping. Glob entries and ``defaults.unknown_tool`` have no tool name and are
+    not listed; the policy, not this mapping, decides each call.
+    """
+    resolved: dict[str, InterruptOnConfig] = {}
+    for name in policy.tool_keys:
+        entry = policy._entry_by_key(name, "exact")
+        if entry is None:
+            continue
+        outcomes = [rule.outcome for rule in entry.rules]
+        outcomes += [o for o in (entry.default, entry.floor) if o is not None]
+        allowed = [
+            decision
+            for outcome in outcomes
+            if outcome.kind == "require_approval"
+            for decision in outcome.spec.allowed_decisions
+        ]
+        if allowed:
+            resolved[name] = InterruptOnConfig(allowed_decisions=list(dict.fromkeys(allowed)))
+    return resolved
 
 
 def _one(first: Any, second: Any) -> Any:
