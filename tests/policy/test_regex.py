@@ -302,3 +302,23 @@ def test_example_policies_have_no_ascii_class_surprises() -> None:
 def test_a_compiled_pattern_survives_deepcopy() -> None:
     regex = compile_regex("(?i)token")
     assert copy.deepcopy(regex).search("API_TOKEN")
+
+
+@pytest.mark.parametrize(("pattern", "warned"), [("a[ab]{999}c", True), ("x{2,40}y", False)])
+def test_a_large_repetition_count_is_a_warning(pattern: str, warned: bool) -> None:
+    policy = load(
+        f"""
+        tools:
+          shell:
+            default: allow
+            rules:
+              - id: counted
+                when: {{args.command: {{matches: '{pattern}'}}}}
+                decision: deny
+                reason: too slow
+        """
+    )
+    found = [w for w in policy.warnings if "repetition count" in w]
+    assert bool(found) is warned
+    if warned:
+        assert "rule 'counted'" in found[0] and "999" in found[0]

@@ -160,6 +160,19 @@ class CondCompiler:
                 r"e.g. [A-Za-z0-9_] or [\p{L}\p{N}_] (docs/policy.md, Regular expressions)"
             )
             self.problems.warn(loc, self._in_rule(message, "matches"))
+        counts = [int(m) for m in _COUNT.findall(pattern) if m]
+        if counts and max(counts) >= LARGE_COUNT:
+            message = (
+                f"a repetition count of {max(counts)} in {shown(pattern)}: on crafted text RE2 "
+                "falls back to a slower (still linear) matcher, up to about a second per 256 KiB "
+                "argument for counts near 1000 (docs/benchmarks.md); prefer small counts"
+            )
+            self.problems.warn(loc, self._in_rule(message, "matches"))
+
+
+#: Counted repetitions at least this large get a load-time warning (RE2 DFA budget).
+LARGE_COUNT = 100
+_COUNT = re.compile(r"(?<!\\)\{(?:\d*,)?(\d+)\}")
 
 
 # ---------------------------------------------------------------- combinators
