@@ -33,7 +33,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.types import Command, interrupt
+from langgraph.types import interrupt
 from pydantic import ValidationError
 
 from signoff.gate import Gate
@@ -141,7 +141,7 @@ def _review_step(
         for c, v in zip(calls, verdicts, strict=True)
         if v.needs_approval or (hold_all and v.allowed)
     ]
-    return _result(response, [*carried, *holds])
+    return _result(response, carried, holds)
 
 
 def _tool_calling_message(response: ModelResponse[Any]) -> AIMessage | None:
@@ -170,11 +170,24 @@ def _returns_directly(
     return any(v.allowed and c["name"] in direct for c, v in zip(calls, verdicts, strict=True))
 
 
-def _result(response: ModelResponse[Any], extra: list[BaseMessage]) -> ModelResult:
-    if not extra:
+def _result(
+    response: ModelResponse[Any],
+    carried: Sequence[BaseMessage],
+    holds: Sequence[BaseMessage] = (),
+) -> ModelResult:
+    """The model's messages and signoff's as **one** response, so one write of the node.
+
+    Not an ``ExtendedModelResponse``: its command becomes a second write of the model node,
+    and ``stream_mode="updates"`` then shows the node's update as a list of dicts instead of
+    LangChain's single ``{"messages": [...]}``. ``carried`` only replaces or removes messages
+    already in the state (by id), so it goes first and the model's message stays last unless
+    new ``holds`` follow it (they must: they answer its tool calls).
+    """
+    if not carried and not holds:
         return response
-    return ExtendedModelResponse(
-        model_response=response, command=Command(update={"messages": extra})
+    return ModelResponse(
+        result=[*carried, *response.result, *holds],
+        structured_response=response.structured_response,
     )
 
 
@@ -207,10 +220,7 @@ def _continue(
     if runnable:
         # Replay the model's own message (same id: replaced in place) so LangChain's
         # router sends the released calls to the tools node; the model is not called.
-        return ExtendedModelResponse(
-            model_response=ModelResponse(result=[paused.ai]),
-            command=Command(update={"messages": updates}),
-        )
+        return _result(ModelResponse(result=[paused.ai]), updates)
     return (yield from _model_again(s, request, config, updates))
 
 
