@@ -10,7 +10,6 @@ how: it registers the channel builder and the remote-gate factory with
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,6 @@ from signoff.channels import Messenger
 from signoff.channels.delivery import delivery_for
 from signoff.channels.registry import build_channels
 from signoff.gate import Gate
-from signoff.gate.core import resolve_config_path
 from signoff.gate.wiring import (
     BuiltChannels,
     Notifier,
@@ -50,16 +48,6 @@ def remote_gate(section: dict[str, Any], **kwargs: Any) -> RemoteGate:
     from signoff.client import RemoteGate
 
     return RemoteGate.from_section(section, **kwargs)
-
-
-def from_config(path: str | os.PathLike[str] | None = None, **kwargs: Any) -> Gate | RemoteGate:
-    """Load ``signoff.yaml`` (default: ``$SIGNOFF_CONFIG`` or ``./signoff.yaml``): a remote
-    gate when it has a ``remote:`` section, else a local one."""
-    policy = Policy.load(resolve_config_path(path))
-    remote = policy.sections.get("remote")
-    if remote:
-        return remote_gate(remote, **kwargs)
-    return Gate(policy, **kwargs)
 
 
 def check_sections(policy: Policy) -> tuple[list[str], list[str]]:
@@ -98,4 +86,4 @@ def check_sections(policy: Policy) -> tuple[list[str], list[str]]:
 register_channel_builder(channels_for)
 register_remote_factory(remote_gate)
 
-__all__ = ["channels_for", "check_sections", "from_config", "remote_gate"]
+__all__ = ["channels_for", "check_sections", "remote_gate"]

@@ -361,6 +361,20 @@ class Policy:
         """Whether two names are one person (aliases included)."""
         return same_person(a, b, self.people.key)
 
+    def outcomes_for(self, tool: str, *, exact: bool = False) -> list[Outcome]:
+        """Every outcome a call of ``tool`` can reach: its entry's rules, default and risk
+        floor (or ``defaults.unknown_tool`` when no entry covers it), then ``on_error``. With
+        ``exact``, only a ``tools:`` entry named exactly ``tool`` counts (empty otherwise)."""
+        entry, how = self._lookup(tool)
+        if exact and how != "exact":
+            return []
+        if entry is None:
+            return [self._unknown, self._on_error]
+        found = [rule.outcome for rule in entry.rules] + [entry.default]
+        if entry.floor is not None:
+            found.append(entry.floor)
+        return [*found, self._on_error]
+
     def rate_windows(self, tool: str) -> list[tuple[RateBy, float]]:
         """``(by, window_s)`` for each ``rate:`` condition that governs ``tool``; the gate
         keeps counters only for these."""

@@ -48,17 +48,7 @@ def _always(call: ToolCall, ctx: CallContext) -> bool:
 def rule_review(policy: Policy, tool: str, rule: str) -> ReviewSpec | None:
     """The review rule ``rule`` asks for on ``tool`` (None if that tool has no such rule, or
     the rule does not ask for approval)."""
-    entry = policy._lookup(tool)[0]
-    outcomes = []
-    if entry is not None:
-        outcomes += [r.outcome for r in entry.rules]
-        outcomes.append(entry.default)
-        if entry.floor is not None:
-            outcomes.append(entry.floor)
-    else:
-        outcomes.append(policy._unknown)
-    outcomes.append(policy._on_error)
-    for outcome in outcomes:
+    for outcome in policy.outcomes_for(tool):
         if outcome.rule == rule and outcome.kind == "require_approval":
             return outcome.spec
     return None

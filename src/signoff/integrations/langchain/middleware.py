@@ -225,14 +225,9 @@ def _policy_configs(policy: Policy) -> dict[str, InterruptOnConfig]:
     """
     resolved: dict[str, InterruptOnConfig] = {}
     for name in policy.tool_keys:
-        entry = policy._entry_by_key(name, "exact")
-        if entry is None:
-            continue
-        outcomes = [rule.outcome for rule in entry.rules]
-        outcomes += [o for o in (entry.default, entry.floor) if o is not None]
         allowed = [
             decision
-            for outcome in outcomes
+            for outcome in policy.outcomes_for(name, exact=True)[:-1]  # on_error is no entry's
             if outcome.kind == "require_approval"
             for decision in outcome.spec.allowed_decisions
         ]
