@@ -276,9 +276,15 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         *,
         inquiry: Inquiry | None = None,
         reattach: bool | None = None,
+        request_id: str | None = None,
     ) -> Submission:
-        """Like :meth:`asubmit` for calls whose verdicts were already computed."""
-        return await submission.submit_checked(self, calls, verdicts, ctx, inquiry, reattach)
+        """Like :meth:`asubmit` for calls whose verdicts were already computed.
+
+        ``request_id`` stores the request under a known id: an integration rebuilding a
+        request its checkpoint names, which this store never saw (a new process)."""
+        return await submission.submit_checked(
+            self, calls, verdicts, ctx, inquiry, reattach, request_id
+        )
 
     def first_step(self, ctx: CallContext) -> bool:
         """Whether this is the first step this gate submits for (thread, agent)."""

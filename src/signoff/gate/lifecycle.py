@@ -39,6 +39,11 @@ class Lifecycle:
     _writable: bool
     redaction: Redaction
 
+    @property
+    def writable(self) -> bool:
+        """Whether the store already proved it takes writes (after :meth:`ensure_writable`)."""
+        return self._writable
+
     def _ensure_writable(self) -> None:
         """Sync form of :meth:`ensure_writable` (the first check of a gate). On the gate's own
         loop thread it is left to the async path, which every submission takes."""

@@ -89,6 +89,7 @@ async def submit_checked(
     ctx: CallContext,
     inquiry: Inquiry | None,
     reattach: bool | None = None,
+    request_id: str | None = None,
 ) -> Submission:
     """Store one request for the calls whose verdict needs review, and set it going.
 
@@ -111,7 +112,7 @@ async def submit_checked(
             sub.stored_ids = _match_ids([c for c, _ in review], earlier)
             return sub
     ctx, truncated = _clip_context(ctx, gate.limits)
-    request = build_request(gate, review, ctx, inquiry)
+    request = build_request(gate, review, ctx, inquiry, request_id)
     event = _created_event(request, ctx, gate.redaction)
     if truncated:
         event.data["truncated_chars"] = truncated
@@ -249,7 +250,11 @@ async def _create(
 
 
 def build_request(
-    gate: Gate, review: list[tuple[ToolCall, Verdict]], ctx: CallContext, inquiry: Inquiry | None
+    gate: Gate,
+    review: list[tuple[ToolCall, Verdict]],
+    ctx: CallContext,
+    inquiry: Inquiry | None,
+    request_id: str | None = None,
 ) -> ApprovalRequest:
     """One request holding every reviewable call of a step; the earliest deadline wins."""
     now = utcnow()
@@ -286,7 +291,7 @@ def build_request(
     return ApprovalRequest(
         waiter=gate.waiter_id,
         lease_until=now + timedelta(seconds=gate.settings.lease),
-        id=new_id("req"),
+        id=request_id or new_id("req"),
         kind="inquiry" if inquiry else "tool_call",
         thread=ctx.thread,
         agent=ctx.agent,
