@@ -1,0 +1,142 @@
+"""``signoff_tools``: the policy decides, per call, whether an OpenAI Agents tool needs approval.
+
+Each ``FunctionTool`` is copied with two changes:
+
+* ``needs_approval`` becomes an async callable that checks the call against the policy. A call
+  that needs a human gets its approval request stored (and approvers notified) there, and the
+  SDK pauses the run on it. Allowed and denied calls go on to the invoker.
+* ``on_invoke_tool`` runs a call only as signoff's store allows. An allowed call runs. A denied
+  call returns the denial as the tool's output. A call the SDK says was approved runs only if
+  signoff's store says so too, with the arguments the approver settled on (an edit), claimed
+  once on the exactly-once ledger. The serialized ``RunState`` is not authenticated.
+
+The SDK's approval item carries no metadata, so a request is keyed on the SDK's ``call_id``
+plus the thread: the ``gate.context(thread=...)`` around the run (and around ``resolve``), else
+the ``thread`` given here.
+
+In blocking mode (``blocking=True``, for servers) nothing pauses: the invoker asks and waits
+for the decision inside the run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agents import FunctionTool, RunContextWrapper
+from agents.tool_context import ToolContext
+
+from signoff.gate import Gate, messages
+from signoff.gate.resumed import (
+    Ran,
+    ambient_context,
+    ask,
+    local_gate,
+    run_resumed,
+    with_edit_notice,
+)
+from signoff.model import ToolCall, Verdict
+
+_REMEMBERED = 10_000
+
+
+def signoff_tools(
+    gate_or_config: Gate | str | Any,
+    tools: Sequence[Any],
+    *,
+    blocking: bool = False,
+    thread: str | None = None,
+    agent: str | None = None,
+) -> list[FunctionTool]:
+    """Copies of ``tools`` gated by signoff's policy (the originals are left as they are).
+
+    ``gate_or_config`` is a :class:`~signoff.Gate` or the path of a ``signoff.yaml``. The
+    policy replaces each tool's own ``needs_approval``. ``thread`` and ``agent`` apply when the
+    ambient ``gate.context(...)`` sets none. ``blocking=True`` waits for decisions inside the
+    run instead of pausing it.
+    """
+    gate = local_gate(gate_or_config, "signoff_tools")
+    verdicts = _Verdicts()
+    return [_gated(gate, tool, verdicts, blocking, thread, agent) for tool in tools]
+
+
+class _Verdicts:
+    """Verdicts from ``needs_approval`` for the invoker that follows (bounded; a restarted
+    process has none and checks again)."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[tuple[str, str], tuple[Mapping[str, Any], Verdict]] = OrderedDict()
+
+    def keep(self, call: ToolCall, thread: str, verdict: Verdict) -> None:
+        self._items[(thread, call.id)] = (call.args, verdict)
+        if len(self._items) > _REMEMBERED:
+            self._items.popitem(last=False)
+
+    def take(self, call: ToolCall, thread: str) -> Verdict | None:
+        found = self._items.pop((thread, call.id), None)
+        return found[1] if found is not None and found[0] == call.args else None
+
+
+def _gated(
+    gate: Gate,
+    tool: Any,
+    verdicts: _Verdicts,
+    blocking: bool,
+    thread: str | None,
+    agent: str | None,
+) -> FunctionTool:
+    if not isinstance(tool, FunctionTool):
+        raise TypeError(
+            f"signoff_tools gates FunctionTools; {getattr(tool, 'name', tool)!r} is a "
+            f"{type(tool).__name__}. Give it its own needs_approval, or leave it out."
+        )
+    name = tool.name
+    gated = copy.copy(tool)  # the SDK's own copy: rebinds its invoker to the copy
+    inner = gated.on_invoke_tool
+
+    async def needs_approval(
+        _ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str
+    ) -> bool:
+        call = ToolCall(name, params, id=call_id)
+        ctx = ambient_context(thread, agent)
+        verdict, _request = await ask(gate, call, ctx)
+        verdicts.keep(call, ctx.thread, verdict)
+        return verdict.needs_approval
+
+    async def invoke(tool_ctx: ToolContext[Any], arguments: str) -> Any:
+        args = _object(arguments)
+        if args is None:
+            return (
+                f"The arguments for `{name}` are not a JSON object, so signoff could not check "
+                "them; the tool was not executed. Call it again with a JSON object."
+            )
+        call = ToolCall(name, args, id=tool_ctx.tool_call_id)
+        ctx = ambient_context(thread, agent)
+        verdict = verdicts.take(call, ctx.thread)
+        if verdict is not None and verdict.denied:
+            return messages.denied(name, verdict)
+        if verdict is not None and verdict.allowed:
+            result = await inner(tool_ctx, arguments)
+            gate.record_execution(call, ctx)
+            return result
+
+        async def run(final: Mapping[str, Any]) -> Any:
+            return await inner(tool_ctx, arguments if final is args else json.dumps(final))
+
+        outcome = await run_resumed(gate, call, ctx, run, wait=blocking, verdict=verdict)
+        return with_edit_notice(outcome, name) if isinstance(outcome, Ran) else outcome.text
+
+    gated.needs_approval = False if blocking else needs_approval
+    gated.on_invoke_tool = invoke
+    return gated
+
+
+def _object(arguments: str) -> dict[str, Any] | None:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
