@@ -38,7 +38,7 @@ from signoff.gate.resumed import (
     run_resumed,
     with_edit_notice,
 )
-from signoff.model import ToolCall, Verdict
+from signoff.model import IdempotencyConflict, ToolCall, Verdict
 
 _REMEMBERED = 10_000
 
@@ -75,7 +75,7 @@ class _Verdicts:
         if len(self._items) > _REMEMBERED:
             self._items.popitem(last=False)
 
-    def take(self, call: ToolCall, thread: str) -> Verdict | None:
+    def take(self, call: ToolCall, thread: str) -> Verdict | str | None:
         found = self._items.pop((thread, call.id), None)
         return found[1] if found is not None and found[0] == call.args else None
 
@@ -102,7 +102,11 @@ def _gated(
     ) -> bool:
         call = ToolCall(name, params, id=call_id)
         ctx = ambient_context(thread, agent)
-        verdict, _request = await ask(gate, call, ctx)
+        try:
+            verdict, _request = await ask(gate, call, ctx)
+        except IdempotencyConflict as exc:  # a reused call id: the invoker says why
+            verdicts.keep(call, ctx.thread, reused_id(call, exc))
+            return False
         verdicts.keep(call, ctx.thread, verdict)
         return verdict.needs_approval
 
@@ -116,6 +120,8 @@ def _gated(
         call = ToolCall(name, args, id=tool_ctx.tool_call_id)
         ctx = ambient_context(thread, agent)
         verdict = verdicts.take(call, ctx.thread)
+        if isinstance(verdict, str):
+            return verdict
         if verdict is not None and verdict.denied:
             return messages.denied(name, verdict)
         if verdict is not None and verdict.allowed:
@@ -132,6 +138,14 @@ def _gated(
     gated.needs_approval = False if blocking else needs_approval
     gated.on_invoke_tool = invoke
     return gated
+
+
+def reused_id(call: ToolCall, exc: IdempotencyConflict) -> str:
+    return (
+        f"The tool call `{call.name}` reuses the id {call.id} of an earlier call on this thread "
+        f"with other arguments ({exc}), so it was not executed. signoff keys approvals on "
+        "(thread, call id): give each call its own id, or each conversation its own thread."
+    )
 
 
 def _object(arguments: str) -> dict[str, Any] | None:
