@@ -68,9 +68,12 @@ class _Verdicts:
     process has none and checks again)."""
 
     def __init__(self) -> None:
-        self._items: OrderedDict[tuple[str, str], tuple[Mapping[str, Any], Verdict]] = OrderedDict()
+        self._items: OrderedDict[tuple[str, str], tuple[Mapping[str, Any], Verdict | str]] = (
+            OrderedDict()
+        )
 
-    def keep(self, call: ToolCall, thread: str, verdict: Verdict) -> None:
+    def keep(self, call: ToolCall, thread: str, verdict: Verdict | str) -> None:
+        """``verdict``: the policy's, or the text of a refusal that needs no human."""
         self._items[(thread, call.id)] = (call.args, verdict)
         if len(self._items) > _REMEMBERED:
             self._items.popitem(last=False)
