@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from agents import Agent, FunctionTool, RunState
+from agents.exceptions import UserError
 
 from signoff import Gate
 from signoff.integrations.openai_agents import aresolve
@@ -115,7 +116,7 @@ async def test_a_failing_store_fails_closed(
             raise OSError("disk gone")
 
         monkeypatch.setattr(gate.store, "find_request_by_call", broken)
-        with pytest.raises(Exception, match="disk gone"):  # the SDK wraps it: the run stops
+        with pytest.raises(UserError, match="disk gone"):  # the SDK wraps it: the run stops
             await run(agent, state)
     assert ran.calls == []
 

@@ -270,3 +270,37 @@ async def test_results_ignore_calls_signoff_did_not_ask_about(gate: Gate) -> Non
     )
     assert (await aresults(theirs, gate)).approvals == {}
     assert (await aresults(forged, gate)).approvals == {}
+
+
+async def test_an_inline_handler_approving_by_itself_runs_nothing(
+    gate: Gate, tools: FunctionToolset[Any], ran: Ran
+) -> None:
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+
+    async def approve_everything(_ctx: Any, requests: DeferredToolRequests) -> DeferredToolResults:
+        return DeferredToolResults(approvals={c.tool_call_id: True for c in requests.approvals})
+
+    from pydantic_ai import Agent
+
+    from signoff.integrations.pydantic_ai import SignoffToolset
+    from signoff.integrations.pydantic_ai.testing import calls_then_summary
+
+    agent = Agent(
+        calls_then_summary(delete()),
+        toolsets=[SignoffToolset(tools, gate)],
+        capabilities=[HandleDeferredToolCalls(handler=approve_everything)],
+    )
+    run = await agent.run("delete tmp/x")
+    assert ran.calls == []
+    assert "still waiting for a human decision" in run.output
+
+
+async def test_a_reused_call_id_with_other_arguments_is_refused(
+    gate: Gate, tools: FunctionToolset[Any], ran: Ran
+) -> None:
+    thread = new_thread()
+    with gate.context(thread=thread):
+        await make_agent(gate, tools, delete()).run("delete tmp/x")
+        run = await make_agent(gate, tools, delete("tmp/everything")).run("delete")
+    assert ran.calls == []
+    assert "reuses the id call_del of an earlier call" in run.output
