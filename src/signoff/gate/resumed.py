@@ -30,7 +30,7 @@ from signoff.model import (
     ToolCall,
     Verdict,
 )
-from signoff.policy.redact import merge_edit
+from signoff.policy.redact import mask, merge_edit
 
 DEFAULT_THREAD = CallContext().thread
 
@@ -39,7 +39,8 @@ Run = Callable[[Mapping[str, Any]], Awaitable[Any]]
 
 @dataclass(frozen=True, slots=True)
 class Ran:
-    """The tool ran. ``edited`` holds the arguments it ran with if a reviewer changed them."""
+    """The tool ran. ``edited`` holds the arguments it ran with if a reviewer changed them
+    (secret-named values masked: the texts a model reads never repeat a secret)."""
 
     result: Any
     edited: dict[str, Any] | None = None
@@ -144,7 +145,8 @@ async def _run_decided(
         result = await gate.arun_approved(req, call_id, invoke, request_context(req, gate.policy))
     except AlreadyExecuted:  # another worker claimed it first
         return Refused(already_ran(call, req.id))
-    return Ran(result, dict(final) if edited else None)
+    shown = mask(dict(final), gate.policy.secret_keys) if edited else None
+    return Ran(result, shown)
 
 
 def with_edit_notice(outcome: Ran, name: str) -> Any:

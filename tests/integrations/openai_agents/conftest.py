@@ -43,6 +43,11 @@ tools:
         when: {args.path: {starts_with: /etc}}
         decision: deny
         reason: system files are off limits
+  deploy:
+    default: require_approval
+    approvers: {roles: [dba]}
+    allowed_decisions: [approve, edit, reject]
+    editable_args: "*"
 """
 
 #: No network: the SDK would otherwise try to export traces to OpenAI.
