@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import channels, cycles, grants, guard, metrics, policy, resume, server
+from benchmarks import agent_sdks, channels, cycles, grants, guard, metrics, policy, resume, server
 from benchmarks import langchain as langchain_agents
 from benchmarks import mcp as mcp_proxy
 from benchmarks import postgres as postgres_replicas
@@ -58,6 +58,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "langchain",
             langchain_agents,
             "SignoffMiddleware vs LangChain's HITL middleware: ungated step, approve cycle",
+        ),
+        _entry(
+            "agent-sdks",
+            agent_sdks,
+            "OpenAI Agents SDK and Pydantic AI adapters vs each SDK alone: allowed call, cycle",
         ),
         _entry(
             "postgres",
