@@ -201,3 +201,24 @@ def test_a_remote_gate_is_refused_with_what_to_do(tmp_path: Any) -> None:
 
     with pytest.raises(SignoffError, match="local signoff Gate"):
         signoff_tools(object(), [])
+
+
+def test_blocking_mode_warns_when_the_tool_timeout_is_shorter_than_the_deadline(
+    gate: Gate, tools: list[FunctionTool], caplog: pytest.LogCaptureFixture
+) -> None:
+    from agents import function_tool
+
+    @function_tool(timeout=30.0)
+    async def delete_file(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    short = delete_file
+    with caplog.at_level("WARNING", logger="signoff.openai_agents"):
+        signoff_tools(gate, [tools[0], short], blocking=True)
+    (record,) = caplog.records
+    assert "delete_file has timeout_seconds=30" in record.getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="signoff.openai_agents"):
+        signoff_tools(gate, [tools[0], short])  # pausing mode: nothing waits in the tool
+    assert not caplog.records

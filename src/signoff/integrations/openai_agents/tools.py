@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -41,6 +42,7 @@ from signoff.gate.resumed import (
 from signoff.model import IdempotencyConflict, ToolCall, Verdict
 
 _REMEMBERED = 10_000
+log = logging.getLogger("signoff.openai_agents")
 
 
 def signoff_tools(
@@ -60,7 +62,31 @@ def signoff_tools(
     """
     gate = local_gate(gate_or_config, "signoff_tools")
     verdicts = _Verdicts()
-    return [_gated(gate, tool, verdicts, blocking, thread, agent) for tool in tools]
+    gated = [_gated(gate, tool, verdicts, blocking, thread, agent) for tool in tools]
+    if blocking:
+        for tool in gated:
+            _warn_if_the_sdk_gives_up_first(gate, tool)
+    return gated
+
+
+def _warn_if_the_sdk_gives_up_first(gate: Gate, tool: FunctionTool) -> None:
+    """In blocking mode the tool waits for a human: a ``timeout_seconds`` shorter than the
+    request's deadline ends the wait early (the outer tier must be the longer one)."""
+    limit = tool.timeout_seconds
+    deadlines = [
+        o.spec.timeout_s * (2 if o.spec.on_timeout == "escalate" else 1)
+        for o in gate.policy.outcomes_for(tool.name)
+        if o.kind == "require_approval"
+    ]
+    if limit is not None and deadlines and limit <= max(deadlines):
+        log.warning(
+            "tool %s has timeout_seconds=%g but may wait %.0f s for a human (the policy's "
+            "timeout): the SDK gives up on the wait first; raise timeout_seconds above it or "
+            "shorten the policy's timeout",
+            tool.name,
+            limit,
+            max(deadlines),
+        )
 
 
 class _Verdicts:
