@@ -162,3 +162,23 @@ def _worker(directory: Path, mode: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+async def test_two_runs_racing_on_one_approved_state_run_the_call_once(
+    gate: Gate, tools: list[FunctionTool], ran: Ran
+) -> None:
+    import asyncio
+
+    agent = make_agent(gate, tools, delete())
+    thread = new_thread()
+    with gate.context(thread=thread):
+        result = await run(agent, "delete tmp/x")
+        req = await pending(gate, thread)
+        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+        approved = (await aresolve(result, gate)).to_string()
+        states = [await RunState.from_string(agent, approved) for _ in range(4)]
+        outcomes = await asyncio.gather(*(run(agent, s) for s in states))
+    assert ran.calls == [("delete_file", {"path": "tmp/x"})]
+    answers = sorted(o.final_output for o in outcomes)
+    assert answers.count("done: deleted tmp/x") == 1
+    assert all("has already run" in a for a in answers if a != "done: deleted tmp/x")

@@ -304,3 +304,21 @@ async def test_a_reused_call_id_with_other_arguments_is_refused(
         run = await make_agent(gate, tools, delete("tmp/everything")).run("delete")
     assert ran.calls == []
     assert "reuses the id call_del of an earlier call" in run.output
+
+
+async def test_runs_racing_on_the_same_results_run_the_call_once(
+    gate: Gate, tools: FunctionToolset[Any], ran: Ran
+) -> None:
+    agent = make_agent(gate, tools, delete())
+    run = await agent.run("delete tmp/x")
+    req = await pending(gate)
+    await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    answers = await aresults(run.output, gate)
+    history = run.all_messages()
+    runs = await asyncio.gather(
+        *(agent.run(message_history=history, deferred_tool_results=answers) for _ in range(4))
+    )
+    assert ran.calls == [("delete_file", {"path": "tmp/x"})]
+    outputs = [r.output for r in runs]
+    assert outputs.count("done: deleted tmp/x") == 1
+    assert all("has already run" in o for o in outputs if o != "done: deleted tmp/x")
