@@ -127,3 +127,21 @@ async def pending(gate: Gate, thread: str | None = None) -> ApprovalRequest:
 
 
 __all__ = ["Ran", "delete", "make_agent", "new_thread", "pending", "read"]
+
+
+@pytest.fixture(autouse=True)
+def no_blocking_calls(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A blocking call made from signoff's code while the event loop runs in this thread
+    raises ``BlockingError`` (async tests only)."""
+    import inspect
+
+    if not inspect.iscoroutinefunction(getattr(request.node, "function", None)):
+        yield
+        return
+    from blockbuster import blockbuster_ctx
+
+    with blockbuster_ctx(["signoff"]) as bb:
+        # Module imports read files; they happen once, not per call.
+        for name in ("io.BufferedReader.read", "io.TextIOWrapper.read", "os.stat"):
+            bb.functions[name].can_block_in("importlib/_bootstrap_external.py", "get_data")
+        yield
