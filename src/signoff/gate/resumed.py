@@ -206,13 +206,17 @@ def local_gate(gate_or_config: Any, integration: str) -> Gate:
     return gate
 
 
-def ambient_context(thread: str | None = None, agent: str | None = None) -> CallContext:
-    """The ``gate.context(...)`` around the caller; ``thread`` and ``agent`` fill in what it
-    leaves unset (a framework's conversation id, a configured default)."""
+def ambient_context(
+    thread: str | None = None, agent: str | None = None, user_request: str | None = None
+) -> CallContext:
+    """The ``gate.context(...)`` around the caller; ``thread``, ``agent`` and ``user_request``
+    fill in what it leaves unset (a framework's conversation id, a configured default, the
+    user's message)."""
     ctx = current_context()
     return merged_context(
         ctx,
         None,
         thread=thread if ctx.thread == DEFAULT_THREAD else None,
         agent=agent if ctx.agent is None else None,
+        user_request=user_request if ctx.user_request is None else None,
     )

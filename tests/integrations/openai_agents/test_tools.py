@@ -55,6 +55,7 @@ async def test_call_needing_approval_pauses_with_one_stored_request(
     assert req.action_requests[0].tool_call_id == "call_del"
     assert req.action_requests[0].args == {"path": "tmp/x"}
     assert req.principal.id == "erin"
+    assert req.user_request == "clean up"  # approvers see what the user asked
 
 
 async def test_approved_in_signoff_runs_once_after_resolve(

@@ -61,6 +61,7 @@ async def test_call_needing_approval_ends_the_run_with_deferred_requests(
     req = await pending(gate, thread)
     assert run.output.metadata["call_del"] == {REQUEST_ID: req.id}
     assert req.principal.id == "erin" and req.action_requests[0].args == {"path": "tmp/x"}
+    assert req.user_request == "clean up"  # approvers see what the user asked
     assert ran.calls == [("read_file", {"path": "notes.txt"})]
 
 

@@ -127,10 +127,10 @@ def _gated(
     inner = gated.on_invoke_tool
 
     async def needs_approval(
-        _ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str
+        run: RunContextWrapper[Any], params: dict[str, Any], call_id: str
     ) -> bool:
         call = ToolCall(name, params, id=call_id)
-        ctx = ambient_context(thread, agent)
+        ctx = ambient_context(thread, agent, user_request(run.turn_input))
         try:
             verdict, _request = await ask(gate, call, ctx)
         except IdempotencyConflict as exc:  # a reused call id: the invoker says why
@@ -147,7 +147,7 @@ def _gated(
                 "them; the tool was not executed. Call it again with a JSON object."
             )
         call = ToolCall(name, args, id=tool_ctx.tool_call_id)
-        ctx = ambient_context(thread, agent)
+        ctx = ambient_context(thread, agent, user_request(tool_ctx.turn_input))
         verdict = verdicts.take(call, ctx.thread)
         if isinstance(verdict, str):
             return verdict
@@ -175,6 +175,19 @@ def reused_id(call: ToolCall, exc: IdempotencyConflict) -> str:
         f"with other arguments ({exc}), so it was not executed. signoff keys approvals on "
         "(thread, call id): give each call its own id, or each conversation its own thread."
     )
+
+
+def user_request(items: list[Any]) -> str | None:
+    """The text of the turn's last user message, shown to approvers."""
+    for item in reversed(items):
+        if isinstance(item, dict) and item.get("role") == "user":
+            content = item.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                texts = [p.get("text") for p in content if isinstance(p, dict)]
+                return "\n".join(t for t in texts if isinstance(t, str)) or None
+    return None
 
 
 def _object(arguments: str) -> dict[str, Any] | None:

@@ -97,7 +97,7 @@ class SignoffToolset(WrapperToolset[Any]):
             f"pydantic-ai:{ctx.conversation_id}" if ctx.conversation_id else None
         )
         agent = self.agent or (ctx.agent.name if ctx.agent is not None else None)
-        return ambient_context(thread, agent)
+        return ambient_context(thread, agent, _prompt_text(ctx.prompt))
 
 
 def _check_can_defer(ctx: RunContext[Any]) -> None:
@@ -115,6 +115,15 @@ def _check_can_defer(ctx: RunContext[Any]) -> None:
         "DeferredToolRequests])), or use SignoffToolset(..., blocking=True) to wait inside "
         "the run. Nothing was stored and the tool was not executed."
     )
+
+
+def _prompt_text(prompt: Any) -> str | None:
+    """The user's prompt for this run (its text parts), shown to approvers."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list | tuple):
+        return "\n".join(p for p in prompt if isinstance(p, str)) or None
+    return None
 
 
 def _flat(spec: Any) -> list[Any]:
