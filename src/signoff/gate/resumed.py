@@ -59,16 +59,22 @@ Outcome = Ran | Refused
 async def ask(
     gate: Gate, call: ToolCall, ctx: CallContext
 ) -> tuple[Verdict, ApprovalRequest | None]:
-    """Check ``call``; if it needs a human, store its request (once per (thread, call id)).
+    """Check ``call``; if it needs a human, store its request (see :func:`submit`)."""
+    verdict = await gate.acheck(call, ctx)
+    if not verdict.needs_approval:
+        return verdict, None
+    return verdict, await submit(gate, call, verdict, ctx)
+
+
+async def submit(gate: Gate, call: ToolCall, verdict: Verdict, ctx: CallContext) -> ApprovalRequest:
+    """Store the request for a call needing a human, once per (thread, call id).
 
     The framework keeps the pause (its state holds the call id), so no re-attaching to an
     older request by arguments: the same id finds the same request.
     """
-    verdict = await gate.acheck(call, ctx)
-    if not verdict.needs_approval:
-        return verdict, None
     submission = await gate.asubmit_checked([call], [verdict], ctx, reattach=False)
-    return verdict, submission.request
+    assert submission.request is not None  # a verdict needing approval always stores one
+    return submission.request
 
 
 async def run_resumed(

@@ -323,3 +323,11 @@ async def test_runs_racing_on_the_same_results_run_the_call_once(
     outputs = [r.output for r in runs]
     assert outputs.count("done: deleted tmp/x") == 1
     assert all("has already run" in o for o in outputs if o != "done: deleted tmp/x")
+
+
+async def test_without_deferred_output_allowed_calls_still_run(
+    gate: Gate, tools: FunctionToolset[Any], ran: Ran
+) -> None:
+    run = await make_agent(gate, tools, read(), output_type=str).run("read")
+    assert run.output == "done: contents of notes.txt"
+    assert ran.calls == [("read_file", {"path": "notes.txt"})]

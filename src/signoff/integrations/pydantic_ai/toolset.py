@@ -34,9 +34,9 @@ from signoff.gate import Gate, messages
 from signoff.gate.resumed import (
     Ran,
     ambient_context,
-    ask,
     local_gate,
     run_resumed,
+    submit,
     with_edit_notice,
 )
 from signoff.integrations.pydantic_ai.results import REQUEST_ID
@@ -76,20 +76,21 @@ class SignoffToolset(WrapperToolset[Any]):
         if ctx.tool_call_approved or self.blocking:
             outcome = await run_resumed(self.gate, call, here, run, wait=self.blocking)
             return with_edit_notice(outcome, name) if isinstance(outcome, Ran) else outcome.text
-        _check_can_defer(ctx)
+        verdict = await self.gate.acheck(call, here)
+        if verdict.denied:
+            return messages.denied(name, verdict)
+        if verdict.allowed:
+            result = await self.wrapped.call_tool(name, tool_args, ctx, tool)
+            self.gate.record_execution(call, here)
+            return result
+        _check_can_defer(ctx)  # before anything is stored or anyone notified
         try:
-            verdict, request = await ask(self.gate, call, here)
+            request = await submit(self.gate, call, verdict, here)
         except IdempotencyConflict as exc:
             return (
                 f"The tool call `{name}` reuses the id {call.id} of an earlier call on this "
                 f"thread with other arguments ({exc}), so it was not executed."
             )
-        if verdict.denied:
-            return messages.denied(name, verdict)
-        if request is None:  # allowed
-            result = await self.wrapped.call_tool(name, tool_args, ctx, tool)
-            self.gate.record_execution(call, here)
-            return result
         raise ApprovalRequired(metadata={REQUEST_ID: request.id})
 
     def _context(self, ctx: RunContext[Any]) -> CallContext:
