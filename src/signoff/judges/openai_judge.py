@@ -73,6 +73,10 @@ class OpenAIJudge:
             raise JudgeError("cannot reach the judge endpoint") from None
         except openai.OpenAIError as exc:
             raise JudgeError(f"the judge endpoint failed ({type(exc).__name__})") from None
+        except Exception as exc:  # e.g. a body that is not JSON: the SDK's decoder raises
+            raise JudgeError(
+                f"the judge endpoint sent an unreadable response ({type(exc).__name__})"
+            ) from None
         return parse_answer(_content(completion))
 
     async def aclose(self) -> None:
