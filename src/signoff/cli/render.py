@@ -164,6 +164,16 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
                 f"; risk {action.risk}" if action.risk else "",
             )
         )
+        if action.intent:
+            judged = action.intent
+            out.print(
+                line(
+                    f"    intent check by judge {judged.get('judge')} (model output): ",
+                    (str(judged.get("verdict")), "bold"),
+                    " — ",
+                    str(judged.get("reason", "")),
+                )
+            )
         _args(out, action.args, call.action.args, redact)
         who = cfg.approvers
         group = (
