@@ -291,6 +291,15 @@ def explanation(out: Console, e: Any) -> None:
     for key in ("reason", "description", "risk"):
         if verdict.get(key):
             out.print(line(f"  {key}: {verdict[key]}"))
+    judged = verdict.get("intent")
+    if judged:
+        out.print(
+            line(
+                f"  intent check by judge {judged['judge']} (model output): ",
+                (str(judged["verdict"]), "bold"),
+                f" — {judged['reason']}",
+            )
+        )
     review = verdict.get("review")
     if review:
         for key, value in review.items():

@@ -28,10 +28,12 @@ CacheKey = tuple[str, str, str | None, str | None, str, str]
 
 
 class IntentChecker:
-    def __init__(self, judges: Mapping[str, Judge], redaction: Redaction, store: Any) -> None:
+    def __init__(
+        self, judges: Mapping[str, Judge], redaction: Redaction, store: Any | None = None
+    ) -> None:
         self.judges = dict(judges)
         self.redaction = redaction
-        self.store = store  # audit_nowait
+        self.store = store  # audit_nowait; None: not audited (``signoff policy explain``)
         self._cache: OrderedDict[CacheKey, tuple[float, JudgeAnswer]] = OrderedDict()
         #: (judge, verdict) → count, for /metrics (``verdict`` "error" included)
         self.counts: Counter[tuple[str, str]] = Counter()
@@ -107,6 +109,8 @@ class IntentChecker:
         self._audit(call, ctx, judgement)
 
     def _audit(self, call: ToolCall, ctx: CallContext, judgement: Judgement) -> None:
+        if self.store is None:
+            return
         try:
             self.store.audit_nowait(
                 AuditEvent(
