@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -318,3 +319,14 @@ async def test_cache_identity_is_model_and_prompt_version(judge: OpenAIJudge) ->
     assert judge.name == "fast"
     assert judge.cache_ttl_s == 600.0
     assert judge.timeout_s == 30.0
+
+
+async def test_one_judge_answers_from_successive_event_loops(
+    judge: OpenAIJudge, fake_openai: FakeOpenAI
+) -> None:
+    # A sync caller may run each check in its own asyncio.run(); pooled connections of the
+    # first loop must not be reused by the second.
+    for _ in range(2):
+        answer = await asyncio.to_thread(asyncio.run, judge.answer(REQUEST))
+        assert answer.verdict == "consistent"
+    assert len(fake_openai.received) == 2

@@ -81,3 +81,14 @@ def test_no_text_can_close_or_open_a_block(user_request: str, reasoning: str, ar
     assert json.loads(blocks["user_request"]) == (user_request or None)
     assert json.loads(blocks["reasoning"]) == (reasoning or None)
     assert json.loads(blocks["args"]) == {arg: arg}
+
+
+def test_values_json_cannot_encode_are_sent_as_text() -> None:
+    import datetime
+
+    when = datetime.date(2026, 1, 2)
+    assert json.loads(encode({"when": when, 1: "x", "a": "y"})) == {
+        "when": "2026-01-02",
+        "1": "x",
+        "a": "y",
+    }

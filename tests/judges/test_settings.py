@@ -131,7 +131,7 @@ def test_api_key_is_kept_as_a_reference_and_read_when_built(
     assert fast.api_key == "T_JUDGE_KEY"
     assert "sk-from-env" not in repr(fast)
     judge = build_judges({"fast": fast})["fast"]
-    assert judge._client.api_key == "sk-from-env"  # type: ignore[attr-defined]
+    assert judge._api_key == "sk-from-env"  # type: ignore[attr-defined]
 
 
 def test_unset_api_key_env_is_an_environment_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,8 @@ strictly, since not every server enforces the schema. No retries: the gate appli
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from typing import Any, cast
 
 import openai
@@ -46,17 +48,35 @@ class OpenAIJudge:
         self.timeout_s = settings.timeout
         self.cache_ttl_s = settings.cache_ttl
         self.cache_identity = f"{settings.model}/{prompt_identity(settings.prompt)}"
-        self._client = AsyncOpenAI(
-            base_url=settings.base_url,
-            api_key=api_key or NO_KEY,
-            timeout=settings.timeout,
+        self._api_key = api_key or NO_KEY
+        # One client per event loop: an httpx pool belongs to the loop that opened its
+        # connections, and sync callers may run each check in a fresh asyncio.run().
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+        self._new_client()  # a bad setting fails when the judge is built, not on first use
+
+    def _new_client(self) -> AsyncOpenAI:
+        return AsyncOpenAI(
+            base_url=self.settings.base_url,
+            api_key=self._api_key,
+            timeout=self.settings.timeout,
             max_retries=0,
         )
+
+    def _client(self) -> AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._clients[loop] = self._new_client()
+            return client
 
     async def answer(self, request: JudgeRequest) -> JudgeAnswer:
         try:
             async with asyncio.timeout(self.timeout_s):
-                completion = await self._client.chat.completions.create(
+                completion = await self._client().chat.completions.create(
                     model=self.model,
                     messages=cast(
                         "list[ChatCompletionMessageParam]",
@@ -80,7 +100,12 @@ class OpenAIJudge:
         return parse_answer(_content(completion))
 
     async def aclose(self) -> None:
-        await self._client.close()
+        """Close this loop's client (clients of other loops go with their loops)."""
+        with self._lock:
+            client = self._clients.pop(asyncio.get_running_loop(), None)
+            self._clients.clear()
+        if client is not None:
+            await client.close()
 
     def __repr__(self) -> str:
         return f"OpenAIJudge({self.name!r}, model={self.model!r})"

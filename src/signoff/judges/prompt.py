@@ -82,7 +82,10 @@ class Message(TypedDict):
 
 def encode(value: Any) -> str:
     """``value`` as JSON that cannot contain ``<``, ``>`` or ``&`` (so no tag, ever)."""
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except TypeError:  # keys of mixed types cannot be sorted
+        text = json.dumps(value, ensure_ascii=False, default=str)
     # Safe on the encoded text: these characters only occur inside JSON strings, where
     # the \\u escape means the same character to any JSON reader.
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
