@@ -81,6 +81,7 @@ def test_no_section_is_no_judges() -> None:
         ({**OPENAI, "on_mismatch": "deny"}, "judges.fast.on_mismatch", "Extra inputs"),
         ({**OPENAI, "function": "a:b"}, "judges.fast.function", "Extra inputs"),
         ({"kind": "python"}, "judges.fast.function", "Field required"),
+        ({"kind": "python", "function": "a:b", "prompt": "p"}, "judges.fast.prompt", "Extra"),
         ({"kind": "python", "function": "nocolon"}, "judges.fast.function", "module:attribute"),
         ({"kind": "python", "function": "a:b", "model": "m"}, "judges.fast.model", "Extra"),
         ({"kind": "langchain", "model": "a:b:c"}, "judges.fast.model", "module:attribute"),
@@ -181,3 +182,29 @@ def test_built_judges_carry_name_identity_and_cache_ttl() -> None:
     assert local.name == "local"
     assert local.cache_ttl_s == 120.0  # type: ignore[attr-defined]
     assert local.timeout_s == 3.0  # type: ignore[attr-defined]
+
+
+def test_the_documented_example_parses(monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    monkeypatch.setenv("JUDGE_BASE_URL", "https://api.example.com/v1")
+    monkeypatch.setenv("JUDGE_API_KEY", "sk-example")
+    section = yaml.safe_load(
+        """
+        judges:
+          fast:
+            kind: openai
+            base_url: ${JUDGE_BASE_URL}
+            api_key: ${JUDGE_API_KEY}
+            model: gpt-4.1-mini
+            timeout: 5s
+          local:
+            kind: python
+            function: myorg.judges:keyword_judge
+        """
+    )
+    check_sections(section, filename="signoff.yaml")
+    parsed = parse(section["judges"])
+    assert isinstance(parsed["fast"], OpenAIJudgeSettings)
+    assert parsed["fast"].base_url == "https://api.example.com/v1"
+    assert parsed["fast"].timeout == 5.0

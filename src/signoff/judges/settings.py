@@ -15,6 +15,7 @@ judges:
   chat:
     kind: langchain
     model: myorg.models:judge_model   # a BaseChatModel, or a zero-argument callable giving one
+    prompt: "..."                # openai and langchain: replaces our system prompt
 ```
 
 Every mistake is a :class:`PolicyError` naming the key (``judges.fast.timeout``). The
@@ -71,8 +72,6 @@ class _JudgeSettings(SettingsSection):
     """Keys every kind has."""
 
     timeout: Duration = Field(default=10.0, gt=0)
-    #: Replaces our system prompt (the data blocks and their escaping stay ours).
-    prompt: str | None = Field(default=None, min_length=1)
     cache_ttl: Duration = Field(default=600.0, gt=0)
 
     @property
@@ -84,7 +83,14 @@ class _JudgeSettings(SettingsSection):
         return self.cache_ttl
 
 
-class OpenAIJudgeSettings(_JudgeSettings):
+class _ModelJudgeSettings(_JudgeSettings):
+    """Keys of the judges that are models (a function has no prompt)."""
+
+    #: Replaces our system prompt (the data blocks and their escaping stay ours).
+    prompt: str | None = Field(default=None, min_length=1)
+
+
+class OpenAIJudgeSettings(_ModelJudgeSettings):
     """``kind: openai`` — an OpenAI-compatible chat-completions endpoint."""
 
     kind: Literal["openai"]
@@ -102,7 +108,7 @@ class PythonJudgeSettings(_JudgeSettings):
     function: ObjectRef
 
 
-class LangChainJudgeSettings(_JudgeSettings):
+class LangChainJudgeSettings(_ModelJudgeSettings):
     """``kind: langchain`` — ``module:attr`` giving a ``BaseChatModel`` (or a factory)."""
 
     kind: Literal["langchain"]
