@@ -17,7 +17,9 @@ import sys
 import tarfile
 from pathlib import Path, PurePosixPath
 
-TEST_FILE = PurePosixPath("tests/unit_tests/agents/middleware/implementations/test_human_in_the_loop.py")
+TEST_FILE = PurePosixPath(
+    "tests/unit_tests/agents/middleware/implementations/test_human_in_the_loop.py"
+)
 
 # What pip prints when it cannot reach the index (or the index serves no langchain at all).
 _UNREACHABLE = (

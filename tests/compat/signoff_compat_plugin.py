@@ -92,7 +92,9 @@ def _substitute(item: pytest.Item) -> bool:
     return getattr(module, "HumanInTheLoopMiddleware", None) is SignoffMiddleware
 
 
-def _entry_for(item: pytest.Item, expected: dict[str, ExpectedDifference]) -> ExpectedDifference | None:
+def _entry_for(
+    item: pytest.Item, expected: dict[str, ExpectedDifference]
+) -> ExpectedDifference | None:
     function = getattr(item, "originalname", item.name)
     return expected.get(item.name) or expected.get(function)
 
