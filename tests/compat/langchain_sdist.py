@@ -57,7 +57,7 @@ def fetch(version: str, cache: Path) -> Path:
     output = done.stdout + done.stderr
     if done.returncode != 0:
         if any(marker in output for marker in _UNREACHABLE):
-            raise IndexUnreachable(_last_error(output))
+            raise IndexUnreachable(_reason(output))
         raise RuntimeError(f"pip download of langchain=={version} failed:\n{output}")
     if not sdist.is_file():
         raise RuntimeError(f"pip download did not produce {sdist.name}:\n{output}")
@@ -117,7 +117,10 @@ def _module_file(module: str, members: set[PurePosixPath]) -> PurePosixPath:
     raise RuntimeError(f"the test file imports {module}, which is not in the sdist")
 
 
-def _last_error(output: str) -> str:
+def _reason(output: str) -> str:
+    """pip's most telling line: the connection error if it printed one, else its error."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    errors = [line for line in lines if line.startswith("ERROR")] or lines[-1:]
-    return errors[0] if errors else "no output"
+    telling = [line for line in lines if any(m in line for m in _UNREACHABLE[:-1])]
+    telling += [line for line in lines if line.startswith("ERROR")] + lines[-1:]
+    line = telling[0] if telling else "pip printed nothing"
+    return line if len(line) <= 200 else line[:197] + "..."

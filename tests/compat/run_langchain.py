@@ -1,8 +1,8 @@
 """Run LangChain's own ``test_human_in_the_loop.py`` with ``SignoffMiddleware`` substituted.
 
-``make test`` runs this after the main suite::
+``make test`` runs this after the main suite, from the repository root::
 
-    python tests/compat/run_langchain.py [pytest args...]
+    python -m tests.compat.run_langchain [pytest args...]
 
 It fetches the sdist of the installed langchain (cached in ``.cache/compat/``), extracts
 the test file and the helpers it imports, and runs them in a separate pytest process whose
@@ -19,13 +19,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.compat import langchain_sdist
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CACHE = ROOT / ".cache" / "compat"
 EXPECTED = HERE / "langchain_expected_differences.txt"
-
-sys.path.insert(0, str(HERE))
-import langchain_sdist  # noqa: E402  (a sibling module; tests/compat is not a package path)
 
 PYTEST_INI = """\
 [pytest]
@@ -39,7 +38,7 @@ def main(pytest_args: list[str]) -> int:
     try:
         sdist = langchain_sdist.fetch(version, CACHE)
     except langchain_sdist.IndexUnreachable as error:
-        print(f"LangChain compatibility suite skipped: package index unreachable ({error})")
+        print(f"LangChain compatibility suite skipped: package index unreachable: {error}")
         return 0
     root = langchain_sdist.extract(sdist, CACHE / f"langchain-{version}-tests")
     (root / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
@@ -49,7 +48,7 @@ def main(pytest_args: list[str]) -> int:
         f"--expected-differences={EXPECTED}", "-q", "-rfEX",
         str(langchain_sdist.TEST_FILE), *pytest_args,
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    env = {**os.environ, "PYTHONPATH": str(HERE)}  # for -p signoff_compat_plugin only
     return subprocess.run(command, cwd=root, env=env, stdin=subprocess.DEVNULL).returncode
 
 

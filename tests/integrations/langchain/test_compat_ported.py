@@ -146,8 +146,8 @@ def test_each_edit_of_a_step_runs_its_own_arguments(tools: list[BaseTool], ran: 
         ("t1", {"amount": 500, "to": "mallory"}),
     ]
     results = tool_messages(out.value["messages"])
-    assert results["d1"].content.endswith("deleted scratch/a")
-    assert results["t1"].content.endswith("sent 5 to bob")
+    assert str(results["d1"].content).endswith("deleted scratch/a")
+    assert str(results["t1"].content).endswith("sent 5 to bob")
 
 
 # ---------------------------------------------------------------- the interrupt value
@@ -328,7 +328,7 @@ def edited_result(tool_: BaseTool, **mw: Any) -> ToolMessage:
 
 def test_edit_notice_heads_block_content_as_a_text_block() -> None:
     """Ports ``..._edit_annotates_list_content``: the blocks stay, the notice comes first."""
-    content = edited_result(write_blocks).content
+    content: Any = edited_result(write_blocks).content
     assert isinstance(content, list)
     notice, *rest = content
     assert notice["type"] == "text" and notice["text"].startswith(NOTICE)
@@ -351,7 +351,7 @@ def test_edit_notice_annotates_a_command_result() -> None:
 @pytest.mark.parametrize("tool_", [write_blocks, write_command], ids=["blocks", "command"])
 def test_edit_notice_can_be_replaced_or_turned_off(tool_: BaseTool) -> None:
     """Ports ``..._edit_notice_is_customizable`` and ``..._edit_notice_can_be_disabled``."""
-    custom = edited_result(tool_, edit_notice="Operator overrode these args.").content
+    custom: Any = edited_result(tool_, edit_notice="Operator overrode these args.").content
     first = custom[0]["text"] if isinstance(custom, list) else custom
     assert first.startswith("Operator overrode these args. Executed instead:")
     assert NOTICE not in str(custom)
@@ -369,7 +369,7 @@ async def test_edit_notice_with_ainvoke(tools: list[BaseTool], ran: Ran) -> None
     )
     cfg = thread()
     await agent.ainvoke(go(), cfg, version="v2")
-    resume = Command(resume={"decisions": [edit("delete_file", path="b")]})
+    resume: Command[Any] = Command(resume={"decisions": [edit("delete_file", path="b")]})
     out = await agent.ainvoke(resume, cfg, version="v2")
     content = str(tool_messages(out.value["messages"])["d1"].content)
     assert content.startswith(NOTICE) and content.endswith("Tool response:\ndeleted b")
@@ -414,7 +414,9 @@ def test_a_previous_turns_edit_never_applies_to_a_later_call(
         tool_call("read_file", {"path": "notes"}, "c1"),
     )
     middleware = SignoffMiddleware({"delete_file": True})
-    agent = create_agent(model, tools=tools, middleware=[middleware], checkpointer=InMemorySaver())
+    agent: Any = create_agent(
+        model, tools=tools, middleware=[middleware], checkpointer=InMemorySaver()
+    )
     cfg = thread()
     agent.invoke(go(), cfg, version="v2")
     decide(agent, cfg, edit("delete_file", path="scratch/x"))
