@@ -44,11 +44,16 @@ def main(pytest_args: list[str]) -> int:
     (root / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
     print(f"LangChain compatibility: langchain {version}'s {langchain_sdist.TEST_FILE}")
     command = [
-        sys.executable, "-m", "pytest", "-p", "signoff_compat_plugin", "-p", "no:cacheprovider",
+        sys.executable, "-m", "pytest", "-p", "pytest_asyncio.plugin",
+        "-p", "signoff_compat_plugin", "-p", "no:cacheprovider",
         f"--expected-differences={EXPECTED}", "-q", "-rfEX",
         str(langchain_sdist.TEST_FILE), *pytest_args,
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(HERE)}  # for -p signoff_compat_plugin only
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(HERE),  # for -p signoff_compat_plugin only
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # only the plugins named above
+    }
     return subprocess.run(command, cwd=root, env=env, stdin=subprocess.DEVNULL).returncode
 
 
