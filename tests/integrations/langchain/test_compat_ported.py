@@ -11,6 +11,7 @@ differences file names those tests.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -22,6 +23,7 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolRuntime
 from langgraph.types import Command
+from pydantic import AfterValidator
 
 from signoff import DecisionError
 from signoff.integrations.langchain import SignoffMiddleware
@@ -424,3 +426,56 @@ def test_a_previous_turns_edit_never_applies_to_a_later_call(
     assert out.interrupts == ()
     assert ran.calls == [("delete_file", {"path": "scratch/x"}), ("read_file", {"path": "notes"})]
     assert out.value["messages"][-1].content == "done: contents of notes"
+
+
+# ---------------------------------------------------------------- per_call behaviours, batched
+
+
+def bracket(value: str) -> str:
+    """A pydantic validator the tool applies to its own argument."""
+    return f"<{value}>"
+
+
+def test_an_edit_is_validated_once_by_the_tool_and_keeps_injected_arguments() -> None:
+    """Ports ``test_per_call_edit_leaves_validation_and_injected_args_to_the_tool``: the
+    interrupt shows only what the model fills in, and the tool's own validator and its
+    injected runtime apply to the edited call once."""
+
+    @tool
+    def send_email(to: Annotated[str, AfterValidator(bracket)], runtime: ToolRuntime) -> str:
+        """Send an email."""
+        return f"sent to {to} for {runtime.tool_call_id}"
+
+    middleware = SignoffMiddleware({"send_email": True})
+    agent, cfg, value = pause(middleware, [send_email], tool_call("send_email", {"to": "a"}, "e1"))
+    assert list(value["review_configs"][0]["args_schema"]["properties"]) == ["to"]
+    out = decide(agent, cfg, edit("send_email", to="bob"))
+    assert str(tool_messages(out.value["messages"])["e1"].content).endswith("sent to <bob> for e1")
+
+
+@pytest.mark.parametrize(
+    ("model_args", "edited_args"),
+    [({"to": "alice", "cc": "carol"}, {"to": "bob"}), ({"to": "alice"}, {"to": "bob", "x": 1})],
+    ids=["unlisted-args-are-dropped", "undeclared-args-are-ignored-by-the-tool"],
+)
+def test_an_edit_replaces_the_arguments(
+    model_args: dict[str, Any], edited_args: dict[str, Any]
+) -> None:
+    """Ports the edit cases of ``test_per_call_resume_with_each_decision`` and
+    ``test_per_call_pauses_once_per_gated_call_and_applies_answers_by_id``: the reviewer's
+    arguments replace the model's (nothing is carried over), and the tool ignores an argument
+    it does not declare, as it would from the model."""
+    sent: list[tuple[str, str | None]] = []
+
+    @tool
+    def send_email(to: str, cc: str | None = None) -> str:
+        """Send an email."""
+        sent.append((to, cc))
+        return f"sent to {to}"
+
+    middleware = SignoffMiddleware({"send_email": True})
+    agent, cfg, _ = pause(middleware, [send_email], tool_call("send_email", model_args, "e1"))
+    out = decide(agent, cfg, edit("send_email", **edited_args))
+    assert sent == [("bob", None)]
+    content = str(tool_messages(out.value["messages"])["e1"].content)
+    assert f"Executed instead: send_email with arguments {json.dumps(edited_args)}." in content
