@@ -21,8 +21,8 @@ TEST_FILE = PurePosixPath(
     "tests/unit_tests/agents/middleware/implementations/test_human_in_the_loop.py"
 )
 
-# What pip prints when it cannot reach the index (or the index serves no langchain at all).
-_UNREACHABLE = (
+# What pip prints when it cannot reach the index...
+_CONNECTION_ERRORS = (
     "NewConnectionError",
     "Failed to establish a new connection",
     "Temporary failure in name resolution",
@@ -31,8 +31,9 @@ _UNREACHABLE = (
     "ConnectTimeoutError",
     "ReadTimeoutError",
     "Could not fetch URL",
-    "(from versions: none)",
 )
+# ...and when no index it reached serves any langchain sdist (an offline mirror of wheels).
+_NOTHING_SERVED = "(from versions: none)"
 
 
 class IndexUnreachable(Exception):
@@ -56,7 +57,7 @@ def fetch(version: str, cache: Path) -> Path:
     done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     output = done.stdout + done.stderr
     if done.returncode != 0:
-        if any(marker in output for marker in _UNREACHABLE):
+        if any(marker in output for marker in (*_CONNECTION_ERRORS, _NOTHING_SERVED)):
             raise IndexUnreachable(_reason(output))
         raise RuntimeError(f"pip download of langchain=={version} failed:\n{output}")
     if not sdist.is_file():
@@ -78,8 +79,17 @@ def extract(sdist: Path, into: Path) -> Path:
             path = pending.pop()
             if path not in sources:
                 sources[path] = _read(archive, top / path)
-                modules = _imported_test_modules(sources[path])
-                pending.extend(_module_file(module, members) for module in modules)
+                for module, required in _imported_test_modules(sources[path]):
+                    try:
+                        found = _module_file(module, members)
+                    except LookupError:
+                        if required:
+                            raise RuntimeError(
+                                f"{path} imports {module}, which is not in the sdist"
+                            ) from None
+                        continue
+                    if found is not None:
+                        pending.append(found)
     for path in list(sources):  # every package on the way needs its __init__.py
         for package in path.parents[:-1]:
             init = package / "__init__.py"
@@ -98,29 +108,34 @@ def _read(archive: tarfile.TarFile, name: PurePosixPath) -> str:
     return member.read().decode("utf-8")
 
 
-def _imported_test_modules(source: str) -> list[str]:
-    """The modules of the sdist's ``tests`` package that ``source`` imports."""
-    found: list[str] = []
+def _imported_test_modules(source: str) -> list[tuple[str, bool]]:
+    """The modules of the sdist's ``tests`` package that ``source`` imports, each with
+    whether it must exist: in ``from tests.a import b``, ``b`` may be a name, not a module."""
+    found: list[tuple[str, bool]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append(node.module)
+            found.append((node.module, True))
+            found.extend((f"{node.module}.{alias.name}", False) for alias in node.names)
         elif isinstance(node, ast.Import):
-            found.extend(alias.name for alias in node.names)
-    return [name for name in found if name.startswith("tests.")]
+            found.extend((alias.name, True) for alias in node.names)
+    return [(name, required) for name, required in found if name.startswith("tests.")]
 
 
-def _module_file(module: str, members: set[PurePosixPath]) -> PurePosixPath:
+def _module_file(module: str, members: set[PurePosixPath]) -> PurePosixPath | None:
+    """The file defining ``module``; None for a directory without ``__init__.py``."""
     base = PurePosixPath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate in members:
             return candidate
-    raise RuntimeError(f"the test file imports {module}, which is not in the sdist")
+    if any(base in member.parents for member in members):
+        return None
+    raise LookupError(module)
 
 
 def _reason(output: str) -> str:
     """pip's most telling line: the connection error if it printed one, else its error."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    telling = [line for line in lines if any(m in line for m in _UNREACHABLE[:-1])]
+    telling = [line for line in lines if any(m in line for m in _CONNECTION_ERRORS)]
     telling += [line for line in lines if line.startswith("ERROR")] + lines[-1:]
     line = telling[0] if telling else "pip printed nothing"
     return line if len(line) <= 200 else line[:197] + "..."

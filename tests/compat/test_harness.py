@@ -67,7 +67,9 @@ def test_extraction_takes_the_test_file_and_the_helpers_it_imports(tmp_path: Pat
     sdist = _sdist(
         tmp_path / "langchain-0.0.1.tar.gz",
         {
-            test_file: "from tests.unit_tests.agents.model import Fake\nimport tests.helpers\n",
+            test_file: "from tests.unit_tests.agents.model import Fake\nimport tests.helpers\n"
+            "from tests.unit_tests import anystr\n",
+            "tests/unit_tests/anystr.py": "",
             "tests/unit_tests/agents/model.py": "from tests.unit_tests.agents.fakes import X\n",
             "tests/unit_tests/agents/fakes.py": "X = 1\n",
             "tests/helpers/__init__.py": "H = 1\n",
@@ -83,6 +85,7 @@ def test_extraction_takes_the_test_file_and_the_helpers_it_imports(tmp_path: Pat
             test_file,
             "tests/unit_tests/agents/model.py",
             "tests/unit_tests/agents/fakes.py",
+            "tests/unit_tests/anystr.py",
             "tests/helpers/__init__.py",
             "tests/__init__.py",
             "tests/unit_tests/__init__.py",
@@ -95,7 +98,7 @@ def test_extraction_takes_the_test_file_and_the_helpers_it_imports(tmp_path: Pat
 def test_extraction_names_a_helper_missing_from_the_sdist(tmp_path: Path) -> None:
     test_file = str(langchain_sdist.TEST_FILE)
     sdist = _sdist(tmp_path / "s.tar.gz", {test_file: "from tests.gone import X\n"})
-    with pytest.raises(RuntimeError, match=r"imports tests\.gone, which is not in the sdist"):
+    with pytest.raises(RuntimeError, match=r"\.py imports tests\.gone, which is not in the sdist"):
         langchain_sdist.extract(sdist, tmp_path / "out")
 
 
