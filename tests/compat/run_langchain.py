@@ -51,7 +51,8 @@ def main(pytest_args: list[str]) -> int:
     ]  # fmt: skip
     env = {
         **os.environ,
-        "PYTHONPATH": str(HERE),  # for -p signoff_compat_plugin only
+        # for -p signoff_compat_plugin; the extraction (the working directory) stays first
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # only the plugins named above
     }
     return subprocess.run(command, cwd=root, env=env, stdin=subprocess.DEVNULL).returncode
