@@ -274,11 +274,6 @@ def test_when_gets_a_tool_call_request_for_the_call(tools: list[BaseTool]) -> No
     assert [t.name for t in request.runtime.tools] == [t.name for t in tools]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (compat report): `when` and description callables get the state from "
-    "before the model's message, so state['messages'][-1] is not the message holding the call",
-)
 def test_when_and_description_see_the_models_message_in_the_state(tools: list[BaseTool]) -> None:
     """As LangChain's ``after_model`` does: the state they get ends with the model's message."""
     last: list[BaseMessage] = []
