@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from signoff.model.errors import DecisionError, InvalidInput
 
@@ -59,6 +59,16 @@ class Inquiry(_Model):
     allow_other: bool = False
     questions: list[Question] | None = None
     format: TextFormat = "text"
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The single-question form keeps its original wire shape: the newer fields appear
+        # only when set.
+        data: dict[str, Any] = handler(self)
+        for key, default in (("questions", None), ("allow_other", False), ("format", "text")):
+            if data.get(key, default) == default:
+                data.pop(key, None)
+        return data
 
     @property
     def is_form(self) -> bool:
