@@ -287,3 +287,15 @@ def test_a_bad_answer_tool_mode_is_refused(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 2 and "--answer-tool is one of off" in done.stderr
+
+
+async def test_a_suggestion_outside_binding_choices_is_dropped(gate: Gate) -> None:
+    async def suggest(question: str, choices: Any) -> str:
+        return "mars"
+
+    async with Client(_server(gate, suggester=suggest)) as client:
+        asked = await client.call_tool(
+            "start_inquiry", {"question": "Region?", "choices": ["eu", "us"]}
+        )
+    req = await gate.get(asked.structured_content["inquiry_id"])
+    assert req.inquiry is not None and req.inquiry.default_answer is None
