@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 from signoff.model.errors import DecisionError, InvalidInput
 
@@ -56,19 +56,11 @@ class Inquiry(_Model):
     question: str
     choices: list[str] | None = None
     default_answer: str | None = None
-    allow_other: bool = False
-    questions: list[Question] | None = None
-    format: TextFormat = "text"
-
-    @model_serializer(mode="wrap")
-    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # The single-question form keeps its original wire shape: the newer fields appear
-        # only when set.
-        data: dict[str, Any] = handler(self)
-        for key, default in (("questions", None), ("allow_other", False), ("format", "text")):
-            if data.get(key, default) == default:
-                data.pop(key, None)
-        return data
+    # The newer fields appear on the wire only when set: the single-question form keeps its
+    # original shape.
+    allow_other: bool = Field(default=False, exclude_if=lambda v: v is False)
+    questions: list[Question] | None = Field(default=None, exclude_if=lambda v: v is None)
+    format: TextFormat = Field(default="text", exclude_if=lambda v: v == "text")
 
     @property
     def is_form(self) -> bool:
