@@ -299,3 +299,21 @@ async def test_a_suggestion_outside_binding_choices_is_dropped(gate: Gate) -> No
         )
     req = await gate.get(asked.structured_content["inquiry_id"])
     assert req.inquiry is not None and req.inquiry.default_answer is None
+
+
+async def test_the_in_client_form_shows_agent_text_inertly(gate: Gate) -> None:
+    seen: list[Any] = []
+
+    async def elicit(_ctx: Any, params: Any) -> types.ElicitResult:
+        seen.append(params)
+        return types.ElicitResult(action="accept", content={"a": "x"})
+
+    hostile = {
+        "question": "Plan\x1b[2J \u202etxt",
+        "questions": [{"id": "a", "question": "Q\u200b?"}],
+    }
+    async with Client(_server(gate), mode="legacy", elicitation_callback=elicit) as client:
+        result = await client.call_tool("send_inquiry", hostile)
+    assert result.structured_content["answer"] == {"a": "x"}
+    assert seen[0].message == "Plan␛[2J <U+202E>txt"
+    assert seen[0].requested_schema["properties"]["a"]["title"] == "Q<U+200B>?"

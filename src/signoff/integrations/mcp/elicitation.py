@@ -24,6 +24,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from signoff.gate import Gate
 from signoff.model import ApprovalRequest, Inquiry, Question
 from signoff.model.resolution import may_decide
+from signoff.model.text import inert
 
 log = logging.getLogger("signoff.mcp")
 
@@ -45,6 +46,11 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 
 
+def prompt_of(inquiry: Inquiry) -> str:
+    """The form's message: the agent's question, inert (no escapes, bidi or hidden text)."""
+    return inert(inquiry.question, keep_newlines=True)
+
+
 def answer_schema(inquiry: Inquiry) -> dict[str, Any]:
     """A flat form: one ``answer`` field for a single question, one field per question id for
     a form — a pick list where the choices bind, a multi-select where ``multiple``."""
@@ -55,7 +61,7 @@ def answer_schema(inquiry: Inquiry) -> dict[str, Any]:
     questions = inquiry.all_questions()
     return {
         "type": "object",
-        "properties": {q.id: _field(q, q.question) for q in questions},
+        "properties": {q.id: _field(q, inert(q.question)) for q in questions},
         "required": [q.id for q in questions if not q.multiple],
     }
 

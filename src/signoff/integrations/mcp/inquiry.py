@@ -160,7 +160,7 @@ class InquiryService:
             state = self.sealed.mint(req.id, req.calls[0].tool_call_id, req.expires_at)
             schema = elicitation.answer_schema(req.inquiry)
             return elicitation.input_required(
-                elicitation.ANSWER_KEY, req.inquiry.question, schema, state
+                elicitation.ANSWER_KEY, elicitation.prompt_of(req.inquiry), schema, state
             )
         return await self._wait(ctx, req, progress, prompt=in_client, withdraw=True)
 
@@ -252,7 +252,7 @@ class InquiryService:
             inquiry = req.inquiry
             assert inquiry is not None
             schema = elicitation.answer_schema(inquiry)
-            reply = await elicitation.push(ctx, inquiry.question, schema)
+            reply = await elicitation.push(ctx, elicitation.prompt_of(inquiry), schema)
             call_id = req.calls[0].tool_call_id
             decision = elicitation.answer_decision(reply, call_id, inquiry) if reply else None
             if decision is not None:
