@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import channels, cycles, grants, guard, metrics, policy, resume, server
+from benchmarks import channels, cycles, grants, guard, intent, metrics, policy, resume, server
 from benchmarks import langchain as langchain_agents
 from benchmarks import mcp as mcp_proxy
 from benchmarks import postgres as postgres_replicas
@@ -70,6 +70,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "Channels: submit -> first notification received; forged callbacks accepted",
         ),
         _entry("metrics", metrics, "/metrics scrape with 10,000 pending requests"),
+        _entry(
+            "intent",
+            intent,
+            "Intent judges: judged call vs the judge alone (5 ms loopback), cache hit",
+        ),
         _entry(
             "grants",
             grants,

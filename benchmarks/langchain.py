@@ -36,11 +36,15 @@ from typing import Any
 
 from benchmarks.measure import Row, Target, fmt, gc_paused, judge, mark, summarize
 
+# Issue #13: the documented swap (default, in-memory signoff store) against LangChain, both
+# on InMemorySaver; and both durable (file SqliteSaver + signoff's SQLite store).
 UNGATED_TARGET = 1.1
 CYCLE_TARGET = 1.5
+DURABLE_TARGET = 1.4
 TARGETS = [
     Target("ungated.ratio_signoff_to_none", "<=", UNGATED_TARGET, "x"),
-    Target("approve_cycle.ratio_signoff_sqlite_to_langchain", "<=", CYCLE_TARGET, "x"),
+    Target("approve_cycle.ratio_signoff_memory_to_langchain", "<=", CYCLE_TARGET, "x"),
+    Target("approve_cycle.ratio_with_sqlitesaver", "<=", DURABLE_TARGET, "x"),
 ]
 
 
@@ -204,18 +208,19 @@ def rows(result: dict[str, Any]) -> list[Row]:
             f"{steps['ratio_langchain_to_none']:.3f}x",
         ),
         Row(
-            "langchain: approve cycle, signoff (SQLite) / LangChain",
-            f"{cycle['ratio_signoff_sqlite_to_langchain']:.3f}x",
+            "langchain: approve cycle, signoff (default in-memory store) / LangChain",
+            f"{cycle['ratio_signoff_memory_to_langchain']:.3f}x",
             f"≤ {CYCLE_TARGET:g}x: {mark(met[TARGETS[1].describe()])}",
-            f"median {fmt(cycle['signoff_sqlite_ms']['median'], 'ms')} vs "
-            f"{fmt(cycle['langchain_ms']['median'], 'ms')} (InMemorySaver); SQLite "
-            f"synchronous=NORMAL {cycle['ratio_signoff_sqlite_normal_to_langchain']:.3f}x, "
-            f"in-memory store {cycle['ratio_signoff_memory_to_langchain']:.3f}x",
+            f"both on InMemorySaver; median {fmt(cycle['signoff_memory_ms']['median'], 'ms')} "
+            f"vs {fmt(cycle['langchain_ms']['median'], 'ms')}; signoff's SQLite store "
+            f"(synchronous=FULL) {cycle['ratio_signoff_sqlite_to_langchain']:.3f}x, NORMAL "
+            f"{cycle['ratio_signoff_sqlite_normal_to_langchain']:.3f}x",
         ),
         Row(
-            "langchain: approve cycle, both on a file SqliteSaver",
+            "langchain: approve cycle, both durable (file SqliteSaver + SQLite store)",
             f"{cycle['ratio_with_sqlitesaver']:.3f}x",
-            note=f"median {fmt(cycle['signoff_sqlite_sqlitesaver_ms']['median'], 'ms')} vs "
+            f"≤ {DURABLE_TARGET:g}x: {mark(met[TARGETS[2].describe()])}",
+            f"median {fmt(cycle['signoff_sqlite_sqlitesaver_ms']['median'], 'ms')} vs "
             f"{fmt(cycle['langchain_sqlitesaver_ms']['median'], 'ms')}: both survive a restart",
         ),
     ]

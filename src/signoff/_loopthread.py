@@ -30,17 +30,17 @@ class LoopThread:
     def loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None:
+                # Not waiting for the thread to start: work submitted before run_forever()
+                # begins is queued (call_soon_threadsafe), and a caller on another event
+                # loop must not block on a thread start.
                 loop = asyncio.new_event_loop()
-                ready = threading.Event()
 
                 def run() -> None:
                     asyncio.set_event_loop(loop)
-                    loop.call_soon(ready.set)
                     loop.run_forever()
 
                 self._thread = threading.Thread(target=run, name=self._name, daemon=True)
                 self._thread.start()
-                ready.wait()
                 self._loop = loop
             return self._loop
 

@@ -64,17 +64,19 @@ def edit_notice(tool: str, args: dict[str, object], result: str) -> str:
     )
 
 
-def outcome_text(req: ApprovalRequest, call: CallState) -> str:
-    """The model-facing text for a call that did not run."""
+def outcome_text(req: ApprovalRequest, call: CallState, shown_id: str | None = None) -> str:
+    """The model-facing text for a call that did not run; ``shown_id`` is the call id the
+    model knows, when an integration stores another (LangChain scopes ids per turn)."""
     name = req.action_request(call.tool_call_id).name
+    call_id = shown_id or call.tool_call_id
     if call.resolution == "rejected":
         if call.resolved_by == "non-interactive":
             return no_human(name)
-        return rejected(name, call.tool_call_id, call.message)
+        return rejected(name, call_id, call.message)
     if call.resolution == "responded":
         return call.message or ""
     if call.resolution == "expired":
-        return expired(name, call.tool_call_id)
+        return expired(name, call_id)
     if call.resolution == "cancelled":
-        return cancelled(name, call.tool_call_id, call.message)
+        return cancelled(name, call_id, call.message)
     return f"`{name}` was {call.resolution}"

@@ -89,6 +89,7 @@ async def submit_checked(
     ctx: CallContext,
     inquiry: Inquiry | None,
     reattach: bool | None = None,
+    request_id: str | None = None,
 ) -> Submission:
     """Store one request for the calls whose verdict needs review, and set it going.
 
@@ -96,6 +97,8 @@ async def submit_checked(
     default only for the first step this process submits per (thread, agent): the one a
     restarted agent asks again, so the lookup costs nothing on later steps."""
     check_call_count(calls, gate.limits)
+    if any(v.judge_pending for v in verdicts):  # checked with gate.check(): judge them now
+        verdicts = [await gate.ajudge(c, ctx, v) for c, v in zip(calls, verdicts, strict=True)]
     sub = Submission(calls, verdicts)
     review = [(c, v) for c, v in zip(calls, verdicts, strict=True) if v.needs_approval]
     if not review:
@@ -111,7 +114,7 @@ async def submit_checked(
             sub.stored_ids = _match_ids([c for c, _ in review], earlier)
             return sub
     ctx, truncated = _clip_context(ctx, gate.limits)
-    request = build_request(gate, review, ctx, inquiry)
+    request = build_request(gate, review, ctx, inquiry, request_id)
     event = _created_event(request, ctx, gate.redaction)
     if truncated:
         event.data["truncated_chars"] = truncated
@@ -249,7 +252,11 @@ async def _create(
 
 
 def build_request(
-    gate: Gate, review: list[tuple[ToolCall, Verdict]], ctx: CallContext, inquiry: Inquiry | None
+    gate: Gate,
+    review: list[tuple[ToolCall, Verdict]],
+    ctx: CallContext,
+    inquiry: Inquiry | None,
+    request_id: str | None = None,
 ) -> ApprovalRequest:
     """One request holding every reviewable call of a step; the earliest deadline wins."""
     now = utcnow()
@@ -272,6 +279,7 @@ def build_request(
                 reason=verdict.reason,
                 risk=verdict.risk,
                 description=verdict.description or spec.description,
+                intent=verdict.judgement.to_wire() if verdict.judgement is not None else None,
             )
         )
         schema = info.schema.json_schema if info and info.schema else None
@@ -286,7 +294,7 @@ def build_request(
     return ApprovalRequest(
         waiter=gate.waiter_id,
         lease_until=now + timedelta(seconds=gate.settings.lease),
-        id=new_id("req"),
+        id=request_id or new_id("req"),
         kind="inquiry" if inquiry else "tool_call",
         thread=ctx.thread,
         agent=ctx.agent,

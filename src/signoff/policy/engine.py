@@ -136,7 +136,7 @@ class Policy:
         data, extras = translate_interrupt_on(mapping)
         digest = canonical_hash(data)
         compiled = compile_policy(
-            data, Source("interrupt_on"), Path.cwd(), digest[:SHORT_HASH], internal_ids=True
+            data, Source("interrupt_on"), Path("."), digest[:SHORT_HASH], internal_ids=True
         )
         return cls(compiled, policy_hash=digest, interrupt_on_extras=extras)
 

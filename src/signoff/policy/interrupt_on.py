@@ -40,7 +40,14 @@ def translate_interrupt_on(
         if rule is not None:
             tools[name] = {"rules": [rule]}
     problems.raise_if_any()
-    data = {"version": 1, "defaults": {"unknown_tool": "allow"}, "tools": tools}
+    # memory://: the gate keeps requests in memory unless given a store (and compiling
+    # needs no working directory, which an event loop must not block on).
+    data = {
+        "version": 1,
+        "store": "memory://",
+        "defaults": {"unknown_tool": "allow"},
+        "tools": tools,
+    }
     return data, extras
 
 

@@ -87,6 +87,7 @@ class CallView:
     original_json: str = ""  # the arguments as first requested, when edited
     grant_text: str | None = None  # what "also approve later calls" would cover, exactly
     answers: list[tuple[str, str]] = field(default_factory=list)  # a form's (question, answer)
+    intent: dict[str, Any] | None = None  # the intent judge's answer (model output)
 
 
 @dataclass
@@ -125,6 +126,7 @@ def present(
             description=action.description,
             rule=action.rule,
             reason=action.reason,
+            intent=action.intent,
             risk=action.risk,
             args_json=pretty(redact(runs, secret_key)),
             resolution=state.resolution,

@@ -190,3 +190,25 @@ __all__ = [
     "tool_call",
     "tool_messages",
 ]
+
+
+@pytest.fixture(autouse=True)
+def no_blocking_calls(request: pytest.FixtureRequest) -> Iterator[None]:
+    """As in LangChain's own tests: a blocking call made from signoff's or LangChain's code
+    while an event loop runs in this thread raises ``BlockingError`` (async tests only)."""
+    if not request.node.get_closest_marker("asyncio") and not _is_async(request):
+        yield
+        return
+    from blockbuster import blockbuster_ctx
+
+    with blockbuster_ctx(["signoff", "langchain", "langgraph"]) as bb:
+        # Module imports read files; they happen once, not per call.
+        for name in ("io.BufferedReader.read", "io.TextIOWrapper.read", "os.stat"):
+            bb.functions[name].can_block_in("importlib/_bootstrap_external.py", "get_data")
+        yield
+
+
+def _is_async(request: pytest.FixtureRequest) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(getattr(request.node, "function", None))

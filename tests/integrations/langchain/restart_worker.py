@@ -3,7 +3,9 @@
 ``python -m tests.integrations.langchain.restart_worker DIR pause`` runs the agent until it
 pauses for approval, prints ``{"request_id": ...}`` and then waits to be killed.
 ``... DIR resume DECISION`` starts over from the files in DIR (a SqliteSaver checkpoint and
-signoff's SQLite store) and resumes the thread with ``Command(resume=...)``.
+signoff's SQLite store) and resumes the thread with ``Command(resume=...)``. A last argument
+``memory`` uses the documented one-line swap instead — ``SignoffMiddleware(interrupt_on)``,
+whose store lives in memory and dies with the process.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from signoff.integrations.langchain.testing import ScriptedChatModel, calls_then
 CONFIG = {"configurable": {"thread_id": "restart-thread", "user_id": "erin"}}
 
 
-def build(directory: Path) -> tuple[object, SignoffMiddleware]:
+def build(directory: Path, store: str) -> tuple[object, SignoffMiddleware]:
     @tool
     def delete_file(path: str) -> str:
         """Delete a file."""
@@ -35,9 +37,12 @@ def build(directory: Path) -> tuple[object, SignoffMiddleware]:
             ran.write(f"delete_file {path}\n")
         return f"deleted {path}"
 
-    gate = Gate.from_config(directory / "signoff.yaml")
-    assert isinstance(gate, Gate)
-    middleware = SignoffMiddleware(gate, approver="alice")
+    if store == "memory":
+        middleware = SignoffMiddleware({"delete_file": True})
+    else:
+        gate = Gate.from_config(directory / "signoff.yaml")
+        assert isinstance(gate, Gate)
+        middleware = SignoffMiddleware(gate, approver="alice")
     saver = SqliteSaver(sqlite3.connect(directory / "checkpoints.db", check_same_thread=False))
     model = ScriptedChatModel(
         script=calls_then_summary(tool_call("delete_file", {"path": "tmp/x"}, "c1"))
@@ -46,8 +51,8 @@ def build(directory: Path) -> tuple[object, SignoffMiddleware]:
     return agent, middleware
 
 
-def main(directory: Path, phase: str, decision: str = "approve") -> None:
-    agent, middleware = build(directory)
+def main(directory: Path, phase: str, decision: str = "approve", store: str = "sqlite") -> None:
+    agent, middleware = build(directory, store)
     if phase == "pause":
         out = agent.invoke({"messages": [HumanMessage("clean up")]}, CONFIG, version="v2")  # type: ignore[attr-defined]
         print(json.dumps({"request_id": out.interrupts[0].value["request_id"]}), flush=True)

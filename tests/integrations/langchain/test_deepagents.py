@@ -119,3 +119,63 @@ def test_an_approved_task_whose_subagent_pauses_runs_once(deleted: list[str]) ->
     out = agent.invoke(approve, cfg, version="v2")  # the same task execution resumes
     assert deleted == ["old.log"]
     assert out.value["messages"][-1].content == "parent done: janitor finished: deleted old.log"
+
+
+def writer(*paths: str) -> ScriptedChatModel:
+    """Writes each path with deepagents' own write_file tool, then reports the results."""
+
+    def script(messages: Sequence[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            results = [str(m.content) for m in messages if isinstance(m, ToolMessage)]
+            return AIMessage("written: " + " | ".join(results))
+        calls = [
+            tool_call("write_file", {"file_path": p, "content": "k"}, f"w{i}")
+            for i, p in enumerate(paths)
+        ]
+        return AIMessage("", tool_calls=calls)
+
+    return ScriptedChatModel(script=script)
+
+
+def test_filesystem_interrupt_permissions_are_folded_into_signoff() -> None:
+    """deepagents' ``mode="interrupt"`` rules become signoff interrupt_on entries (the same
+    path predicates), deepagents adds no HumanInTheLoopMiddleware of its own, and rule order
+    and every deny still hold."""
+    from deepagents.middleware.filesystem import FilesystemPermission
+
+    permissions = [
+        FilesystemPermission(operations=["write"], paths=["/secrets/**"], mode="interrupt"),
+        FilesystemPermission(operations=["write"], paths=["/etc/**"], mode="deny"),
+    ]
+    agent = create_deep_agent(
+        writer("/secrets/key.txt", "/notes/a.txt", "/etc/passwd"),
+        [],
+        permissions=permissions,
+        checkpointer=InMemorySaver(),
+    )
+    assert not [n for n in agent.nodes if "HumanInTheLoop" in n]
+    cfg = thread()
+    out = agent.invoke({"messages": [HumanMessage("write")]}, cfg, version="v2")
+    (interrupt,) = out.interrupts
+    assert interrupt.value["tool_call_ids"] == ["w0"]  # only the /secrets write asks
+    out = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg, version="v2")
+    files = out.value["files"]
+    assert set(files) == {"/secrets/key.txt", "/notes/a.txt"}
+    results = {
+        m.tool_call_id: str(m.content) for m in out.value["messages"] if isinstance(m, ToolMessage)
+    }
+    assert "permission denied" in results["w2"].lower()
+
+
+def test_interrupt_permissions_with_a_policy_file_are_refused_with_the_fix() -> None:
+    from deepagents.middleware.filesystem import FilesystemPermission
+
+    from signoff import Gate, Policy
+    from signoff.model import SignoffError
+    from signoff.store import MemoryStore
+
+    gate = Gate(Policy.from_yaml("version: 1\ndefaults: {unknown_tool: allow}\n"), MemoryStore())
+    rule = FilesystemPermission(operations=["write"], paths=["/secrets/**"], mode="interrupt")
+    with pytest.raises(SignoffError, match="interrupt_on= instead of signoff="):
+        create_deep_agent(writer("/secrets/x"), [], signoff=gate, permissions=[rule])
+    gate.close()

@@ -128,9 +128,12 @@ def test_decision_through_the_http_api_while_paused(
         cfg = thread(user_id="frank")
         agent.invoke(go(), cfg, version="v2")
         (request_id,) = pending_request_ids(agent, cfg)
+        # signoff stores LangChain's tool-call ids scoped per model turn: "<AI message id>:f1"
+        (stored_id,) = agent_gate._portal.run(agent_gate.get(request_id)).pending_call_ids
+        assert stored_id.endswith(":f1")
         answer = server.client("alice").post(
             f"/v1/requests/{request_id}/decisions",
-            json={"decisions": [{"tool_call_id": "f1", "type": "approve"}]},
+            json={"decisions": [{"tool_call_id": stored_id, "type": "approve"}]},
         )
         assert answer.status_code == 200, answer.text
         out = agent.invoke(resume(agent, cfg, timeout=30), cfg, version="v2")

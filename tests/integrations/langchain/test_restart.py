@@ -55,3 +55,29 @@ def test_resume_after_the_process_is_killed(policy_file: Path) -> None:
             "executing",
             "executed",
         ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_resume_in_a_new_process_with_the_default_in_memory_store(
+    tmp_path: Path, decision: str
+) -> None:
+    """The documented swap keeps requests in memory: the new process rebuilds the request
+    from the checkpoint (same id), checks it against the policy again, and resumes."""
+    first = start(tmp_path, "pause", "approve", "memory")
+    assert first.stdout is not None
+    line = first.stdout.readline()
+    assert line, first.stderr.read() if first.stderr else "no output"
+    first.kill()
+    first.wait(30)
+
+    second = start(tmp_path, "resume", decision, "memory")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    final = json.loads(out.splitlines()[-1])["final"]
+    if decision == "approve":
+        assert final == "done: deleted tmp/x"
+        assert (tmp_path / "ran.txt").read_text() == "delete_file tmp/x\n"
+    else:
+        assert final.startswith("done: User rejected the tool call for `delete_file`")
+        assert not (tmp_path / "ran.txt").exists()

@@ -16,7 +16,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'signoff[langchain]'"
     ) from exc
 
-from signoff.integrations.langchain._model_step import SetupError
+from signoff.integrations.langchain._model_step import ChangedWhilePaused, SetupError
 from signoff.integrations.langchain.middleware import SignoffMiddleware
 from signoff.integrations.langchain.resume import (
     NotDecided,
@@ -36,6 +36,7 @@ from signoff.integrations.langchain.shapes import (
 
 __all__ = [
     "ActionRequest",
+    "ChangedWhilePaused",
     "Decision",
     "HITLRequest",
     "HITLResponse",

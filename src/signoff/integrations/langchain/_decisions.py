@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
@@ -22,6 +23,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
 from signoff.gate import Gate
+from signoff.integrations.langchain._ids import stored
 from signoff.integrations.langchain.shapes import RESUME_JSON_SCHEMA
 from signoff.model import (
     AlreadyDecided,
@@ -47,7 +49,17 @@ class _Refused(ValueError):
         super().__init__(str(error))
 
 
-_RECORDER: ContextVar[Callable[[Any], ApprovalRequest] | None] = ContextVar(
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A resume value that passed every check, to be recorded by the (async) caller."""
+
+    decisions: list[Decision]
+    approver: str
+
+
+Answer = ApprovalRequest | Checked
+
+_RECORDER: ContextVar[Callable[[Any], Answer] | None] = ContextVar(
     "signoff_langchain_recorder", default=None
 )
 
@@ -68,7 +80,7 @@ class ResumeValue:
         return RESUME_JSON_SCHEMA
 
 
-def _validate(value: Any) -> ApprovalRequest:
+def _validate(value: Any) -> Answer:
     record = _RECORDER.get()
     if record is None:
         raise _Refused(SignoffError("no signoff request is waiting for this resume value"))
@@ -76,14 +88,24 @@ def _validate(value: Any) -> ApprovalRequest:
 
 
 @contextmanager
-def answering(gate: Gate, req: ApprovalRequest, approver: str, run_io: RunIo) -> Iterator[None]:
-    """While inside, a resume value given to ``interrupt()`` is checked and recorded."""
+def answering(
+    gate: Gate, req: ApprovalRequest, approver: str, prefix: str, run_io: RunIo | None
+) -> Iterator[None]:
+    """While inside, a resume value given to ``interrupt()`` is checked — and, with
+    ``run_io`` (a sync agent), recorded. An async agent must not block its event loop on
+    the store, so there ``interrupt()`` returns :class:`Checked` and the caller records it
+    with :func:`record_checked`. ``prefix`` turns LangChain's tool-call ids into stored ones.
+    """
 
-    def record(value: Any) -> ApprovalRequest:
+    def record(value: Any) -> Answer:
         try:
-            return _record(gate, req, value, approver, run_io)
+            checked = _check(gate, req, value, approver, prefix)
+            if run_io is None:
+                return checked
+            stored: ApprovalRequest = run_io(record_checked(gate, req, checked))
+            return stored
         except SignoffError as exc:
-            raise _Refused(_explained(exc, req)) from None
+            raise _Refused(explained(exc, req)) from None
         except Exception as exc:  # never let a store error be taken for a saved answer
             raise _Refused(SignoffError(f"the decision could not be recorded: {exc}")) from None
 
@@ -103,10 +125,9 @@ def unwrap(exc: ValidationError) -> SignoffError | None:
     return None
 
 
-def _record(
-    gate: Gate, req: ApprovalRequest, value: Any, approver: str, run_io: RunIo
-) -> ApprovalRequest:
-    decisions = parse_resume(value, req)
+def _check(gate: Gate, req: ApprovalRequest, value: Any, approver: str, prefix: str) -> Checked:
+    """Every check a decision gets, without touching the store."""
+    decisions = parse_resume(value, req, prefix)
     people = gate.policy.people
     if people and approver not in people:
         raise NotAuthorized(
@@ -116,14 +137,30 @@ def _record(
     dry = apply_decisions(req, records, approver_roles=gate.policy.roles_of(approver), now=utcnow())
     if dry.request.pending:
         raise DecisionError(_still_open(dry.request, approver), field="decisions")
-    stored: ApprovalRequest = run_io(
-        gate.adecide(req.id, [_as_decision(r) for r in records], approver=approver, channel=CHANNEL)
-    )
-    return stored
+    return Checked([_as_decision(r) for r in records], approver)
 
 
-def parse_resume(value: Any, req: ApprovalRequest) -> list[Any]:
-    """``{"decisions": [...]}`` (positional or with tool_call_id) or ``{"decisions": {id: d}}``."""
+async def record_checked(gate: Gate, req: ApprovalRequest, checked: Checked) -> ApprovalRequest:
+    """Store checked decisions (the store refuses them if someone decided first)."""
+    return await gate.adecide(req.id, checked.decisions, approver=checked.approver, channel=CHANNEL)
+
+
+def parse_resume(value: Any, req: ApprovalRequest, prefix: str = "") -> list[Any]:
+    """``{"decisions": [...]}`` (positional or with tool_call_id) or ``{"decisions": {id: d}}``.
+
+    Ids are LangChain's tool-call ids or the stored (turn-scoped) ones; ``prefix`` maps the
+    former to the latter."""
+    return [_stored_id(d, prefix, req) for d in _decision_list(value, req)]
+
+
+def _stored_id(decision: Any, prefix: str, req: ApprovalRequest) -> Any:
+    if not isinstance(decision, Mapping) or not isinstance(decision.get("tool_call_id"), str):
+        return decision
+    known = {c.tool_call_id for c in req.calls}
+    return {**decision, "tool_call_id": stored(prefix, decision["tool_call_id"], known)}
+
+
+def _decision_list(value: Any, req: ApprovalRequest) -> list[Any]:
     if not isinstance(value, Mapping) or "decisions" not in value:
         raise DecisionError(
             'resume with {"decisions": [...]} (one per action request, in order) or '
@@ -182,7 +219,7 @@ def _elsewhere(req: ApprovalRequest) -> str:
     )
 
 
-def _explained(exc: SignoffError, req: ApprovalRequest) -> SignoffError:
+def explained(exc: SignoffError, req: ApprovalRequest) -> SignoffError:
     """The error with what to do next, keeping its type (and field)."""
     if isinstance(exc, NotAuthorized):
         return NotAuthorized(f"{exc.message}. {_elsewhere(req)}", field=exc.field)

@@ -32,12 +32,13 @@ DEFAULT_EDIT_NOTICE = (
 )
 
 
-def answer(req: ApprovalRequest, state: CallState, tool: str) -> ToolMessage:
-    """The result the model gets for a reviewed call that did not run."""
+def answer(req: ApprovalRequest, state: CallState, tool: str, call_id: str) -> ToolMessage:
+    """The result the model gets for a reviewed call that did not run (``call_id``: the
+    model's own tool-call id)."""
     return ToolMessage(
-        content=messages.outcome_text(req, state),
+        content=messages.outcome_text(req, state, call_id),
         name=tool,
-        tool_call_id=state.tool_call_id,
+        tool_call_id=call_id,
         status="success" if state.resolution == "responded" else "error",
         artifact={"signoff": {"request_id": req.id, "resolution": state.resolution}},
     )
@@ -60,14 +61,15 @@ def refused(call: LCToolCall, text: str) -> ToolMessage:
     )
 
 
-def hold(call: LCToolCall, request_id: str, verdict: Verdict) -> ToolMessage:
+def hold(call: LCToolCall, stored_id: str, request_id: str, verdict: Verdict) -> ToolMessage:
+    """``stored_id``: the turn-scoped id, so a reused tool-call id gets a hold of its own."""
     return ToolMessage(
         content=(
             f"Waiting for a human decision (signoff request {request_id}); the tool has not run."
         ),
         name=call["name"],
         tool_call_id=call["id"] or "",
-        id=f"signoff-hold-{call['id']}",
+        id=f"signoff-hold-{stored_id}",
         artifact={HOLD: {"request_id": request_id, "verdict": verdict.kind, "rule": verdict.rule}},
     )
 

@@ -19,7 +19,6 @@ LangGraph super-step, which would cost every step — reviewed or not — about 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
@@ -27,23 +26,37 @@ from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     BaseMessage,
-    HumanMessage,
     RemoveMessage,
-    ToolMessage,
 )
+from langchain_core.messages import ToolCall as LCToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import interrupt
 from pydantic import ValidationError
 
-from signoff.gate import Gate
 from signoff.integrations.langchain import _messages as msgs
-from signoff.integrations.langchain._decisions import ResumeValue, answering, unwrap
+from signoff.integrations.langchain._decisions import (
+    Checked,
+    ResumeValue,
+    answering,
+    explained,
+    record_checked,
+    unwrap,
+)
 from signoff.integrations.langchain._effects import Flow, Io, Next
-from signoff.integrations.langchain._review import Reviewed, Where, step_context, where
+from signoff.integrations.langchain._ids import prefix_of, scoped
+from signoff.integrations.langchain._paused import (
+    Paused,
+    Rechecked,
+    changed_calls,
+    find_paused,
+    recheck,
+    stored_request,
+)
+from signoff.integrations.langchain._review import Reviewed, Where, judged, step_context, where
 from signoff.integrations.langchain._settings import Settings
 from signoff.integrations.langchain.shapes import hitl_request
-from signoff.model import ApprovalRequest, SignoffError, ToolCall, Verdict, new_id, utcnow
+from signoff.model import ApprovalRequest, DecisionError, SignoffError, ToolCall, Verdict, new_id
 
 ModelResult = ModelResponse[Any] | ExtendedModelResponse[Any]
 _CHECKPOINTER_KEY = "__pregel_checkpointer"
@@ -53,20 +66,16 @@ class SetupError(SignoffError):
     """The agent is not set up the way signoff needs (says what to add or change)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Paused:
-    """Calls of the last model message held for a human decision."""
-
-    ai: AIMessage
-    holds: list[ToolMessage]
-    request_id: str
-    superseded: bool  # the user wrote a new message instead of deciding
+class ChangedWhilePaused(DecisionError):
+    """A held call was changed in the graph state; signoff will not run what nobody saw."""
 
 
-def model_flow(s: Settings, request: ModelRequest[Any], config: RunnableConfig) -> Flow[Any]:
+def model_flow(
+    s: Settings, request: ModelRequest[Any], config: RunnableConfig, is_async: bool = False
+) -> Flow[Any]:
     paused = find_paused(request.messages)
     if paused is not None:
-        return (yield from _continue(s, request, config, paused))
+        return (yield from _continue(s, request, config, paused, is_async))
     if s.mode == "interrupt":
         require_checkpointer(config)
     response = yield Next(request)
@@ -83,24 +92,6 @@ def require_checkpointer(config: RunnableConfig) -> None:
         )
 
 
-def find_paused(messages: Sequence[AnyMessage]) -> Paused | None:
-    found = msgs.last_ai(messages)
-    if found is None:
-        return None
-    index, ai = found
-    after = messages[index + 1 :]
-    holds = [m for m in after if isinstance(m, ToolMessage) and msgs.hold_info(m) is not None]
-    if not holds:
-        return None
-    info = msgs.hold_info(holds[0]) or {}
-    return Paused(
-        ai=ai,
-        holds=holds,
-        request_id=info.get("request_id", ""),
-        superseded=any(isinstance(m, HumanMessage) for m in after),
-    )
-
-
 # ---------------------------------------------------------------------- a fresh step
 def _review_step(
     s: Settings,
@@ -112,33 +103,34 @@ def _review_step(
     ai = _tool_calling_message(response)
     if ai is None:
         return _result(response, carried)
+    if not s.gate.writable:  # once per gate, through the async API (no blocking on a loop)
+        yield Io(s.gate.ensure_writable())
     s.reviewer.register_tools(request.tools)
     place = where(config, s.principal, s.agent, f"langchain:{ai.id}")
     ctx = step_context(s.gate, place, request.messages, ai)
-    skipped = _structured_output_tools(request)
-    calls = [c for c in ai.tool_calls if c["name"] not in skipped]
-    verdicts = [s.reviewer.verdict(c, ctx, request) for c in calls]
+    calls = _reviewed_calls(request, ai)
+    ids = [scoped(ai, c["id"] or "") for c in calls]
+    verdicts = [s.reviewer.verdict(c, ctx, request, i) for c, i in zip(calls, ids, strict=True)]
+    if any(v.judge_pending for v in verdicts):  # intent judges answer before anything runs
+        verdicts = yield Io(judged(s.gate, _tool_calls(calls, ids), ctx, verdicts))
     if not any(v.needs_approval for v in verdicts):
-        for call, verdict in zip(calls, verdicts, strict=True):
-            s.memory.put(
-                place.thread, call["id"] or "", Reviewed(call["name"], call["args"], verdict, ctx)
-            )
+        for call, call_id, verdict in zip(calls, ids, verdicts, strict=True):
+            s.memory.put(place.thread, call_id, Reviewed(call["name"], call["args"], verdict, ctx))
         return _result(response, carried)
-    tool_calls = [ToolCall(c["name"], c["args"], id=c["id"] or "") for c in calls]
-    submission = yield Io(s.gate.asubmit_checked(tool_calls, verdicts, ctx))
+    submission = yield Io(s.gate.asubmit_checked(_tool_calls(calls, ids), verdicts, ctx))
     req = submission.request
     assert req is not None  # a verdict needing approval always stores a request
     s.snapshots.keep(req)
     hold_all = s.hold_ungated or _returns_directly(request.tools, calls, verdicts)
-    for call, verdict in zip(calls, verdicts, strict=True):
+    for call, call_id, verdict in zip(calls, ids, verdicts, strict=True):
         waits = verdict.needs_approval or hold_all
         reviewed = Reviewed(call["name"], call["args"], verdict, ctx, req.id if waits else None)
-        s.memory.put(place.thread, call["id"] or "", reviewed)
+        s.memory.put(place.thread, call_id, reviewed)
     if req.terminal or s.mode == "blocking":
         return _result(response, carried)
     holds: list[BaseMessage] = [
-        msgs.hold(c, req.id, v)
-        for c, v in zip(calls, verdicts, strict=True)
+        msgs.hold(c, i, req.id, v)
+        for c, i, v in zip(calls, ids, verdicts, strict=True)
         if v.needs_approval or (hold_all and v.allowed)
     ]
     return _result(response, carried, holds)
@@ -154,6 +146,16 @@ def _tool_calling_message(response: ModelResponse[Any]) -> AIMessage | None:
                     call["id"] = new_id("call")
             return message
     return None
+
+
+def _reviewed_calls(request: ModelRequest[Any], ai: AIMessage) -> list[LCToolCall]:
+    """The message's tool calls signoff reviews (not structured-output tool calls)."""
+    skipped = _structured_output_tools(request)
+    return [c for c in ai.tool_calls if c["name"] not in skipped]
+
+
+def _tool_calls(calls: Sequence[LCToolCall], ids: Sequence[str]) -> list[ToolCall]:
+    return [ToolCall(c["name"], c["args"], id=i) for c, i in zip(calls, ids, strict=True)]
 
 
 def _structured_output_tools(request: ModelRequest[Any]) -> set[str]:
@@ -193,30 +195,39 @@ def _result(
 
 # ---------------------------------------------------------------------- held calls
 def _continue(
-    s: Settings, request: ModelRequest[Any], config: RunnableConfig, paused: Paused
+    s: Settings,
+    request: ModelRequest[Any],
+    config: RunnableConfig,
+    paused: Paused,
+    is_async: bool,
 ) -> Flow[ModelResult]:
+    place = where(config, s.principal, s.agent, f"langchain:{paused.ai.id}")
     req = s.snapshots.just_submitted(paused.request_id)
     if req is None:
-        req = yield Io(fresh_request(s.gate, paused.request_id))
-    place = where(config, s.principal, s.agent, f"langchain:{paused.ai.id}")
+        req = yield Io(stored_request(s.gate, paused.request_id))
     if paused.superseded:
-        if req.pending:
-            req = yield Io(
+        if req is not None and req.pending:
+            yield Io(
                 s.gate.acancel(
                     req.id,
                     actor=place.principal or req.principal.id,
                     reason="superseded by a new user message",
                 )
             )
-        replaced: list[BaseMessage] = [msgs.superseded(h, req.id) for h in paused.holds]
+        replaced: list[BaseMessage] = [msgs.superseded(h, paused.request_id) for h in paused.holds]
         return (yield from _model_again(s, request, config, replaced))
-    if req.pending and s.mode == "blocking":
-        req = yield Io(s.gate.await_request(req.id))
-    elif req.pending:
-        req = _pause(s, req)
-    if req.terminal:
+    rechecked: dict[str, Verdict] = {}
+    if req is None:
+        found: Rechecked = yield Io(recheck(s, request, place, paused))
+        req, rechecked = found.request, found.verdicts
+    if req is not None and req.pending:
+        _refuse_changed(req, paused)
+        if s.mode == "blocking":
+            req = yield Io(s.gate.await_request(req.id))
+        else:
+            req = yield from _pause(s, req, paused, is_async)
         s.snapshots.keep(req)
-    updates, runnable = _release(s, req, paused, place, request.messages)
+    updates, runnable = _release(s, req, paused, place, request.messages, rechecked)
     if runnable:
         # Replay the model's own message (same id: replaced in place) so LangChain's
         # router sends the released calls to the tools node; the model is not called.
@@ -224,18 +235,45 @@ def _continue(
     return (yield from _model_again(s, request, config, updates))
 
 
-def _pause(s: Settings, req: ApprovalRequest) -> ApprovalRequest:
-    """Pause the graph (or, on resume, take the answer LangGraph hands back)."""
+def _refuse_changed(req: ApprovalRequest, paused: Paused) -> None:
+    changed = changed_calls(req, paused)
+    if changed:
+        raise ChangedWhilePaused(
+            f"{', '.join(changed)} changed in the graph state (agent.update_state?) after "
+            f"signoff held it for request {req.id}. signoff runs only what the approvers "
+            "were shown, so the changed call will not run. To run other arguments, resume "
+            'with an edit decision ({"type": "edit", "edited_action": {"name": ..., '
+            '"args": ...}}), which gets the same checks as every edit; or put the original '
+            "call back into the state; or send a new user message, which cancels the request."
+        )
+
+
+def _pause(
+    s: Settings, req: ApprovalRequest, paused: Paused, is_async: bool
+) -> Flow[ApprovalRequest]:
+    """Pause the graph (or, on resume, take the answer LangGraph hands back).
+
+    A sync agent records the decision inside LangGraph's validation of the resume value (a
+    refused value is then never saved); an async one must not block its event loop on the
+    store there, so it records the checked decision right after, through the store's async
+    API (if that fails, the request is still pending and the resume can be repeated).
+    """
     approver = s.approver or req.principal.id
+    prefix = prefix_of(paused.ai)
     try:
-        with answering(s.gate, req, approver, s.run_io):
-            decided: Any = interrupt(hitl_request(req), response_schema=ResumeValue)
+        with answering(s.gate, req, approver, prefix, None if is_async else s.run_io):
+            decided: Any = interrupt(hitl_request(req, prefix), response_schema=ResumeValue)
     except ValidationError as exc:
         error = unwrap(exc)
         if error is None:
             raise
         _mark_invalid_resume(error)
         raise error from None
+    if isinstance(decided, Checked):
+        try:
+            decided = yield Io(record_checked(s.gate, req, decided))
+        except SignoffError as exc:
+            raise explained(exc, req) from None
     assert isinstance(decided, ApprovalRequest)  # what ResumeValue's validator returns
     return decided
 
@@ -251,32 +289,45 @@ def _mark_invalid_resume(error: BaseException) -> None:
 
 def _release(
     s: Settings,
-    req: ApprovalRequest,
+    req: ApprovalRequest | None,
     paused: Paused,
     place: Where,
     messages: Sequence[AnyMessage],
+    rechecked: dict[str, Verdict],
 ) -> tuple[list[BaseMessage], bool]:
-    """Per hold: removed (the call runs) or replaced in place by the answer."""
+    """Per hold: removed (the call runs) or replaced in place by the answer.
+
+    ``rechecked``: verdicts of a rebuilt step; a call the policy now allows or denies is
+    not in the rebuilt request (``req`` is None when no call is).
+    """
     calls = {c["id"]: c for c in paused.ai.tool_calls}
     ctx = step_context(s.gate, place, messages, paused.ai)
     updates: list[BaseMessage] = []
     runnable = False
     for held in paused.holds:
         info = msgs.hold_info(held) or {}
-        call_id = held.tool_call_id
-        if info.get("verdict") == "allow":
-            call = calls[call_id]
-            verdict = Verdict.allow(info.get("rule", "allow"), policy_hash=req.policy_hash)
+        call_id = scoped(paused.ai, held.tool_call_id)
+        verdict = rechecked.get(held.tool_call_id)
+        if verdict is None and info.get("verdict") == "allow":
+            policy_hash = req.policy_hash if req is not None else s.gate.policy.hash
+            verdict = Verdict.allow(info.get("rule", "allow"), policy_hash=policy_hash)
+        if verdict is not None and not verdict.needs_approval:
+            call = calls[held.tool_call_id]
+            if verdict.denied:
+                updates.append(msgs.denied(call, verdict).model_copy(update={"id": held.id}))
+                continue
             s.memory.put(place.thread, call_id, Reviewed(call["name"], call["args"], verdict, ctx))
             updates.append(RemoveMessage(id=held.id or ""))
             runnable = True
             continue
+        assert req is not None  # a call needing a human is in the (stored or rebuilt) request
         state = req.call(call_id)
         if state.runnable:
             updates.append(RemoveMessage(id=held.id or ""))
             runnable = True
         else:
-            answer = msgs.answer(req, state, held.name or req.action_request(call_id).name)
+            tool = held.name or req.action_request(call_id).name
+            answer = msgs.answer(req, state, tool, held.tool_call_id)
             updates.append(answer.model_copy(update={"id": held.id}))
     return updates, runnable
 
@@ -302,12 +353,3 @@ def _apply(messages: Sequence[AnyMessage], updates: Sequence[BaseMessage]) -> li
             continue
         out.append(replaced.get(message.id, message))  # type: ignore[arg-type]
     return out
-
-
-async def fresh_request(gate: Gate, request_id: str) -> ApprovalRequest:
-    """The stored request, with its deadline applied if it passed while nobody looked."""
-    req = await gate.get(request_id)
-    if req.pending and utcnow() >= req.due_at:
-        await gate.sweep()
-        req = await gate.get(request_id)
-    return req

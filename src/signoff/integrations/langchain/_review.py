@@ -127,6 +127,13 @@ def _text(content: Any) -> str:
     return " ".join(p for p in parts if p)[:_TEXT_LIMIT]
 
 
+async def judged(
+    gate: Gate, calls: Sequence[ToolCall], ctx: CallContext, verdicts: Sequence[Verdict]
+) -> list[Verdict]:
+    """The verdicts with every pending intent judge answered (see ``Gate.ajudge``)."""
+    return [await gate.ajudge(c, ctx, v) for c, v in zip(calls, verdicts, strict=True)]
+
+
 class StepReviewer:
     """Verdicts for a model step's tool calls: schema → policy → ``when`` → description."""
 
@@ -153,8 +160,15 @@ class StepReviewer:
             except Exception as exc:  # a schema we cannot use only costs us the check
                 log.debug("no schema check for tool %s: %s", tool.name, exc)
 
-    def verdict(self, call: LCToolCall, ctx: CallContext, request: ModelRequest[Any]) -> Verdict:
-        tool_call = ToolCall(call["name"], call["args"], id=call["id"] or "")
+    def verdict(
+        self,
+        call: LCToolCall,
+        ctx: CallContext,
+        request: ModelRequest[Any],
+        call_id: str | None = None,
+    ) -> Verdict:
+        """``call_id``: the id signoff stores (scoped per turn), default the call's own."""
+        tool_call = ToolCall(call["name"], call["args"], id=call_id or call["id"] or "")
         verdict = self.gate.check(tool_call, ctx)
         if not verdict.needs_approval:
             return verdict

@@ -20,6 +20,7 @@ from langgraph.types import Command
 from signoff.gate.core import request_context
 from signoff.integrations.langchain import _messages as msgs
 from signoff.integrations.langchain._effects import Flow, Io, Next
+from signoff.integrations.langchain._ids import scoped
 from signoff.integrations.langchain._review import Reviewed, Where, step_context, where
 from signoff.integrations.langchain._settings import Settings
 from signoff.model import AlreadyExecuted, ApprovalRequest, ToolCall, Verdict
@@ -29,11 +30,11 @@ ToolResult = ToolMessage | Command[Any]
 
 def tool_flow(s: Settings, request: ToolCallRequest) -> Flow[ToolResult]:
     call = request.tool_call
-    call_id = call["id"] or ""
+    call_id = scoped(_message_of(request, call["id"] or ""), call["id"] or "")
     place = _place(s, request)
     seen = s.memory.get(place.thread, call_id)
     if seen is None or not seen.matches(call):
-        recovered = yield from _recover(s, request, place)
+        recovered = yield from _recover(s, request, place, call_id)
         if isinstance(recovered, ToolMessage):
             return recovered
         seen = recovered
@@ -57,17 +58,17 @@ def tool_flow(s: Settings, request: ToolCallRequest) -> Flow[ToolResult]:
             f"`{call['name']}` is still waiting for a human decision (signoff request "
             f"{req.id}); the tool was not executed.",
         )
-    return (yield from _run_reviewed(s, request, req, seen))
+    return (yield from _run_reviewed(s, request, req, seen, call_id))
 
 
 def _run_reviewed(
-    s: Settings, request: ToolCallRequest, req: ApprovalRequest, seen: Reviewed
+    s: Settings, request: ToolCallRequest, req: ApprovalRequest, seen: Reviewed, call_id: str
 ) -> Flow[ToolResult]:
+    """Run an approved call (``call_id``: the stored, turn-scoped id) exactly once."""
     call = request.tool_call
-    call_id = call["id"] or ""
     state = req.call(call_id)
     if not state.runnable:
-        return msgs.answer(req, state, call["name"])
+        return msgs.answer(req, state, call["name"], call["id"] or "")
     key = (req.id, call_id)
     if key in s.paused_runs:
         s.paused_runs.discard(key)  # the same execution, resumed after its tool paused
@@ -91,15 +92,16 @@ def _run_reviewed(
     yield Io(s.gate.afinish(req.id, call_id, error=error))
     s.gate.record_execution(ToolCall(call["name"], final, id=call_id), seen.ctx)
     if edited and s.edit_notice:
-        return msgs.with_edit_notice(result, call_id, call["name"], final, s.edit_notice)
+        return msgs.with_edit_notice(result, call["id"] or "", call["name"], final, s.edit_notice)
     return result  # type: ignore[no-any-return]
 
 
-def _recover(s: Settings, request: ToolCallRequest, place: Where) -> Flow[Reviewed | ToolMessage]:
+def _recover(
+    s: Settings, request: ToolCallRequest, place: Where, call_id: str
+) -> Flow[Reviewed | ToolMessage]:
     """No usable verdict in memory (a restart, a retry, or a call changed after review)."""
     call = request.tool_call
-    call_id = call["id"] or ""
-    yield Io(s.gate.astart())
+    yield Io(s.gate.ensure_writable())
     req = yield Io(s.gate.store.find_request_by_call(place.thread, call_id))
     if req is not None:
         action = req.action_request(call_id)
@@ -109,9 +111,12 @@ def _recover(s: Settings, request: ToolCallRequest, place: Where) -> Flow[Review
         return Reviewed(
             action.name, action.args, verdict, request_context(req, s.gate.policy), req.id
         )
-    ai = _message_of(request, call_id)
+    ai = _message_of(request, call["id"] or "")
     ctx = step_context(s.gate, place, request.state.get("messages", []), ai or AIMessage(""))
-    verdict = s.gate.check(ToolCall(call["name"], call["args"], id=call_id), ctx)
+    checked = ToolCall(call["name"], call["args"], id=call_id)
+    verdict = s.gate.check(checked, ctx)
+    if verdict.judge_pending:
+        verdict = yield Io(s.gate.ajudge(checked, ctx, verdict))
     if not verdict.needs_approval:
         return Reviewed(call["name"], call["args"], verdict, ctx)
     if s.mode == "interrupt":
@@ -141,8 +146,11 @@ def _message_of(request: ToolCallRequest, call_id: str) -> AIMessage | None:
 def _changed_text(call: LCToolCall) -> str:
     return (
         f"The tool call `{call['name']}` (id {call['id']}) changed after signoff reviewed it, "
-        "so it was not executed. Make SignoffMiddleware the last entry of "
-        "create_agent(middleware=[...]) so it sees the final tool calls."
+        "so it was not executed: signoff runs only what it reviewed (and approvers saw). "
+        "Either another middleware changed it after SignoffMiddleware (make SignoffMiddleware "
+        "the last entry of create_agent(middleware=[...])), or the graph state was edited "
+        "(agent.update_state) after review; to change an approved call's arguments, use an "
+        "edit decision."
     )
 
 

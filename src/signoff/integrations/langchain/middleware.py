@@ -140,7 +140,8 @@ class SignoffMiddleware(HumanInTheLoopMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResult:
-        result: ModelResult = await adrive(model_flow(self._settings, request, _config()), handler)
+        flow = model_flow(self._settings, request, _config(), is_async=True)
+        result: ModelResult = await adrive(flow, handler)
         return result
 
     # ------------------------------------------------------------------ tools node

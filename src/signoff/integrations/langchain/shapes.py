@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, NotRequired, TypedDict
 
+from signoff.integrations.langchain._ids import local
 from signoff.model import ApprovalRequest
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
@@ -146,8 +147,12 @@ RESUME_JSON_SCHEMA: dict[str, Any] = {
 }
 
 
-def hitl_request(req: ApprovalRequest) -> HITLRequest:
-    """The interrupt value for ``req``: its calls that still await a decision."""
+def hitl_request(req: ApprovalRequest, prefix: str = "") -> HITLRequest:
+    """The interrupt value for ``req``: its calls that still await a decision.
+
+    ``prefix`` is stripped from the stored call ids: the middleware stores
+    ``<AI message id>:<tool-call id>`` and shows LangChain's own tool-call ids.
+    """
     pending = set(req.pending_call_ids)
     actions: list[ActionRequest] = []
     configs: list[ReviewConfig] = []
@@ -159,14 +164,14 @@ def hitl_request(req: ApprovalRequest) -> HITLRequest:
                 name=action.name,
                 args=dict(action.args),
                 description=action.description,
-                tool_call_id=action.tool_call_id,
+                tool_call_id=local(prefix, action.tool_call_id),
                 rule=action.rule,
             )
         )
         review = ReviewConfig(
             action_name=config.action_name,
             allowed_decisions=list(config.allowed_decisions),
-            tool_call_id=config.tool_call_id,
+            tool_call_id=local(prefix, config.tool_call_id),
             editable_args=config.editable_args,
             approvers=Approvers(
                 roles=list(config.approvers.roles),
