@@ -200,6 +200,8 @@ class InquiryService:
             # A client that gives up on get_answer leaves the question open: that is the point
             # of the non-blocking variant.
             return await self._wait(ctx, req, ProgressChannel(ctx), limit=wait)
+        if req.terminal:
+            self.sessions.forget(req.id)
         return result_of(req)
 
     async def answer(
@@ -232,6 +234,8 @@ class InquiryService:
             return _answer_result(False, await self._get(req.id) or req, f"Not recorded: {exc}")
         except SignoffError as exc:
             return _error(f"Not recorded: {exc}")
+        if req.terminal:  # nobody can answer it any more: who asked no longer matters
+            self.sessions.forget(req.id)
         return _answer_result(True, req, f"Answer recorded for inquiry {req.id}.")
 
     # ------------------------------------------------------------------ helpers
