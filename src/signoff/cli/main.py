@@ -496,13 +496,26 @@ def respond(
     approver: AsOpt = None,
     call: Annotated[str | None, typer.Option("--call", help="The call to answer.")] = None,
     message: Annotated[str, typer.Option("-m", "--message", help="The answer.")] = "",
+    answers: Annotated[
+        str | None,
+        typer.Option(
+            "--answers",
+            help="An inquiry form's answers as JSON keyed by question id: "
+            '\'{"region": "eu", "features": ["logs"]}\'.',
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """Answer instead of running the tool (or answer an inquiry)."""
-    decision = {"type": "respond", "message": message}
+    """Answer instead of running the tool (or answer an inquiry: -m, or --answers for a form)."""
+    decision: dict[str, Any] = {"type": "respond", "message": message or None}
+    if answers is not None:
+        decision["answers"] = parse_json_object(answers, "--answers")
+    elif not message:
+        decision["message"] = message  # refused by the gate, naming the field
     _decide(config, request_id, approver, _each_call(call, decision), as_json, server, token)
 
 

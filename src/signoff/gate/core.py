@@ -58,18 +58,21 @@ from signoff.gate.wiring import DeliveryWorker, Notifier, build_channels, build_
 from signoff.judges.runner import IntentChecker
 from signoff.judges.settings import build_judges
 from signoff.model import (
+    Answers,
     ApprovalRequest,
     CallContext,
     Decision,
     DecisionRecord,
     Inquiry,
     NotFound,
+    Question,
     ReviewSpec,
     Risk,
     ToolCall,
     Verdict,
     utcnow,
 )
+from signoff.model.inquiries import TextFormat
 from signoff.model.resolution import cancel
 from signoff.policy import Policy
 from signoff.policy.redact import Redaction, audit_key
@@ -427,16 +430,24 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
     # ------------------------------------------------------------------ inquiries
     async def aask(
         self,
-        question: str,
+        question: str | None = None,
         *,
         choices: Sequence[str] | None = None,
         default_answer: str | None = None,
+        allow_other: bool = False,
+        questions: Sequence[Mapping[str, Any] | Question] | None = None,
+        format: TextFormat = "text",
         timeout: float = 3600.0,
         approvers: ReviewSpec | None = None,
         ctx: CallContext | None = None,
         wait: bool = True,
-    ) -> str | ApprovalRequest:
+    ) -> str | Answers | ApprovalRequest:
         """Ask a human a question; returns the answer (a ``respond`` decision).
+
+        ``choices`` bind unless ``allow_other``. With ``questions`` (``[{id, question,
+        choices?, multiple?, default_answer?, allow_other?}]``, one round) the answer is a dict
+        keyed by question id (a list of strings where ``multiple``). ``format="markdown"`` lets
+        the web inbox render the question text as (sanitized) markdown.
 
         Raises :class:`Rejected` when declined, :class:`Expired` at the deadline. With
         ``wait=False`` returns the stored inquiry request at once.
@@ -446,13 +457,16 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
             question,
             choices=choices,
             default_answer=default_answer,
+            allow_other=allow_other,
+            questions=questions,
+            format=format,
             timeout=timeout,
             approvers=approvers,
             ctx=ctx if ctx is not None else current_context(),
             wait=wait,
         )
 
-    def ask(self, question: str, **kwargs: Any) -> str | ApprovalRequest:
+    def ask(self, question: str | None = None, **kwargs: Any) -> str | Answers | ApprovalRequest:
         return self._portal.run(self.aask(question, **kwargs))
 
     # ------------------------------------------------------------------ listing

@@ -283,6 +283,8 @@ def _apply_one(
         data["os_user"] = d.os_user
     if d.message:
         data["message"] = d.message
+    if d.answers is not None:
+        data["answers"] = d.answers
     if d.type == "approve":
         # Quorum counts people, not spellings of one name. A repeat by someone already
         # counted (a new message, an approve after their own edit) is recorded and audited
@@ -383,6 +385,7 @@ def grant_created_event(grant: Grant, now: datetime) -> AuditEvent:
 def _resolve(call: CallState, resolution: str, d: DecisionRecord, now: datetime) -> None:
     call.resolution = resolution  # type: ignore[assignment]
     call.message = d.message
+    call.answers = d.answers
     call.resolved_by = d.approver
     call.resolved_at = now
 
