@@ -35,7 +35,10 @@ REVIEW_KEYS = (
 #: Review fields that also mean something for allow/deny, so they are not "approval only".
 SHARED_KEYS = ("risk", "description")
 APPROVAL_ONLY_KEYS = tuple(k for k in REVIEW_KEYS if k not in SHARED_KEYS)
-CHANNELS = ("slack", "discord", "email", "line", "webhooks", "teams", "console", "web")
+CHANNELS = (
+    "slack", "discord", "email", "line", "telegram", "feishu", "dingtalk", "webhooks", "teams",
+    "console", "web",
+)  # fmt: skip
 ON_TIMEOUT_VALUES = ("reject", "allow", "escalate")
 DEFAULT_DESCRIPTION = "{tool} requested by {principal.id}"
 DEFAULT_TIMEOUT_S = 3600.0
