@@ -52,6 +52,8 @@ def default_answer(req: Recorded) -> Answer:
     elif "/telegram/" in req.path:
         chat = json.loads(req.body or b"{}").get("chat_id")
         body = {"ok": True, "result": {"message_id": _next_id(), "chat": {"id": chat}}}
+        if req.path.endswith("/getMe"):
+            body = {"ok": True, "result": {"id": 1, "is_bot": True, "username": "signoff_bot"}}
     elif "/feishu/" in req.path:
         body = {"code": 0, "msg": "success", "data": {"message_id": f"om_{_next_id()}"}}
         if req.path.endswith("/tenant_access_token/internal"):
