@@ -281,3 +281,16 @@ async def test_link_codes_are_per_person_and_fit_a_start_parameter() -> None:
     codes = {link_code(TELEGRAM_SECRET, p) for p in ("alice", "bob")}
     assert len(codes) == 2
     assert all(telegram.SECRET_TOKEN.fullmatch(c) and len(c) <= 64 for c in codes)
+
+
+async def test_group_chatter_is_ignored_and_private_text_gets_the_link_hint(
+    tg_gate: Gate, receiver: Receiver
+) -> None:
+    tg = channel(tg_gate)
+    chatter = telegram_text("hello all", 7777)
+    chatter["message"]["chat"] = {"id": -100, "type": "group"}
+    assert (await tg.receive(telegram_callback(chatter), tg_gate)).body == {"result": "ignored"}
+    private = telegram_text("hi", 7777)
+    assert (await tg.receive(telegram_callback(private), tg_gate)).body == {"result": "onboarded"}
+    [hint] = receiver.wait_for(f"{BOT}/sendMessage")
+    assert hint.json()["chat_id"] == 7777 and "`telegram: 7777`" in hint.json()["text"]

@@ -349,8 +349,10 @@ class TelegramChannel:
             return await self._reason(gate, user, chat, prompt.group(1), text)
         if text.startswith("/start"):
             reply = self._onboarding(gate, user, text.removeprefix("/start").strip())
-        else:
+        elif (msg.get("chat") or {}).get("type") == "private":
             reply = _linked(user, person_by(gate, "telegram", user))
+        else:
+            return "ignored"  # chatter in a group the bot was added to
         await self._say("sendMessage", {"chat_id": chat, "text": reply})
         return "onboarded"
 
