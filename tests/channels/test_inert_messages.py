@@ -289,3 +289,9 @@ def test_webhook_events_carry_edited_args_while_a_quorum_is_still_open() -> None
     req = edited(make_request(calls=[("c1", "pay", {"amount": 50})]), {"amount": 25}, done=False)
     [call] = payload(req, "decided", outgoing(req))["data"]["calls"]
     assert call["args"] == {"amount": 50} and call["edited_args"] == {"amount": 25}
+
+
+def test_telegram_text_fits_its_limit_even_when_escaping_grows_it() -> None:
+    req = make_request(calls=[("c1", "pay", {"note": "<&>" * 3000})])
+    text = telegram.prompt_text(outgoing(req))
+    assert len(text) <= 4096 and text.endswith("</pre>")

@@ -126,8 +126,14 @@ def escape(text: str) -> str:
 
 
 def _pre(lines: Sequence[str]) -> str:
-    body = cut("\n".join(line for line in lines if line), TEXT_MAX - 200)
-    return f"<pre>{escape(body)}</pre>"
+    """One ``<pre>`` block within Telegram's 4096 characters, counted after escaping."""
+    raw = "\n".join(line for line in lines if line)
+    limit = TEXT_MAX - 100
+    shown = escape(cut(raw, limit))
+    while len(shown) > TEXT_MAX - 100:
+        limit = limit * 3 // 4
+        shown = escape(cut(raw, limit))
+    return f"<pre>{shown}</pre>"
 
 
 def prompt_text(out: Outgoing) -> str:
