@@ -17,8 +17,8 @@ escaped for DingTalk markdown (``&<>`` as entities, every other ASCII punctuatio
 backslash-escaped). When the request resolves, ``PUT /v1.0/card/instances`` sets the
 outcome on every copy.
 
-**In** (``POST /hooks/dingtalk``): DingTalk's documentation of HTTP card callbacks gives no
-signature we could verify (the ``apiSecret`` given at registration comes with no
+**In** (``POST /hooks/dingtalk``): the DingTalk documentation of HTTP card callbacks we
+could consult gives no signature to verify (the ``apiSecret`` given at registration comes with no
 documented algorithm), so signoff authenticates callbacks itself: each button's callback
 parameters carry a token, HMAC-SHA256 under a key derived from the app secret over (card
 ``outTrackId``, recipient ``userId``, action, request id). A callback whose token does not
