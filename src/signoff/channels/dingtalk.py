@@ -18,8 +18,8 @@ backslash-escaped). When the request resolves, ``PUT /v1.0/card/instances`` sets
 outcome on every copy.
 
 **In** (``POST /hooks/dingtalk``): the DingTalk documentation of HTTP card callbacks we
-could consult gives no signature to verify (the ``apiSecret`` given at registration comes with no
-documented algorithm), so signoff authenticates callbacks itself: each button's callback
+could consult gives no signature to verify (the ``apiSecret`` given at registration comes
+with no documented algorithm), so signoff authenticates callbacks itself: each button's callback
 parameters carry a token, HMAC-SHA256 under a key derived from the app secret over (card
 ``outTrackId``, recipient ``userId``, action, request id). A callback whose token does not
 match the ``userId`` and ``outTrackId`` DingTalk reports is refused (401): nobody can forge
