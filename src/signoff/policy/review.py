@@ -37,7 +37,10 @@ REVIEW_KEYS = (
 SHARED_KEYS = ("risk", "description", "intent")
 INTENT_KEYS = ("judge", "on_mismatch", "on_unclear", "on_error")
 APPROVAL_ONLY_KEYS = tuple(k for k in REVIEW_KEYS if k not in SHARED_KEYS)
-CHANNELS = ("slack", "discord", "email", "line", "webhooks", "teams", "console", "web")
+CHANNELS = (
+    "slack", "discord", "email", "line", "telegram", "feishu", "dingtalk", "webhooks", "teams",
+    "console", "web",
+)  # fmt: skip
 ON_TIMEOUT_VALUES = ("reject", "allow", "escalate")
 DEFAULT_DESCRIPTION = "{tool} requested by {principal.id}"
 DEFAULT_TIMEOUT_S = 3600.0

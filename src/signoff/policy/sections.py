@@ -73,8 +73,8 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "channels",
         "runtime",
-        "Notification channels: Slack, Discord, e-mail, LINE, "
-        "webhooks, Teams, console; delivery settings.",
+        "Notification channels: Slack, Discord, e-mail, LINE, Telegram, Feishu/Lark, "
+        "DingTalk, webhooks, Teams, console; delivery settings.",
         checker="signoff.channels.config:check_sections",
     ),
     Section(
