@@ -295,7 +295,7 @@ TRACE = re.compile(r"^\++ (.*)$")
 def traced_commands(command: str, cwd: Path, bin_dir: Path) -> list[list[str]]:
     """The simple commands bash ran for ``command``, as words (its xtrace lines)."""
     script = "PS4='+ '; set -x; " + command
-    run = subprocess.run(  # noqa: S603 - a local bash on generated text, in a temp dir
+    run = subprocess.run(  # a local bash on generated text, in a temp dir
         ["/usr/bin/bash", "--noprofile", "--norc", "-c", script],
         cwd=cwd,
         env={"PATH": str(bin_dir), "HOME": str(cwd), "LC_ALL": "C.UTF-8"},
