@@ -301,3 +301,22 @@ def _drop_duplicate_key(text: str, line: str) -> str:
     lines = text.splitlines()
     first = next(i for i, x in enumerate(lines) if x.strip().startswith(key))
     return "\n".join(x for i, x in enumerate(lines) if i == first or not x.strip().startswith(key))
+
+
+def test_policy_check_reports_a_bad_allow_list_entry_too() -> None:
+    from signoff.assemble import check_sections
+
+    text = POLICY.replace("NON_SHELL", "reject").replace('"git status"]', '"git status", "rm *"]')
+    errors, _ = check_sections(Policy.from_yaml(text))
+    assert errors and "gate.non_interactive.allow_list.3" in errors[0]
+
+
+def test_the_agent_reads_exactly_why_and_what_to_do(gate: Gate) -> None:
+    with pytest.raises(Rejected) as info:
+        guarded(gate, [])["execute"](command="ls && rm -rf /tmp/x")
+    assert str(info.value) == (
+        "`execute` needs human approval, but no human is available (non-interactive mode). "
+        "Shell command refused in non-interactive mode: part 2 (`rm -rf`) does not start "
+        "with an allowed command. Allowed commands: ls, cat, git status. The tool was not "
+        "executed. Continue without it or stop and report."
+    )
