@@ -52,6 +52,8 @@ FORBIDDEN: Final[tuple[tuple[str, str], ...]] = (
 )
 _LONE_AMPERSAND: Final = re.compile(r"(?<!&)&(?!&)")
 _SEPARATORS: Final = re.compile(r"&&|\|\||[|;]")
+_ASCII_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
+_QUOTING: Final = re.compile(r"['\"\\]")
 _ENTRY_WORD: Final = re.compile(r"[A-Za-z0-9_./+:@%=,-]+")
 _SHOWN: Final = 40  # at most this many characters of a command word in a reason
 
@@ -111,9 +113,8 @@ def check_command(command: object, allow_list: AllowList) -> ShellCheck:
             continue
         if "&" in segment:
             return _refused(f"part {number} contains a background operator `&`")
-        try:
-            words = shlex.split(segment)
-        except ValueError:
+        words = _words(segment)
+        if words is None:
             return _refused(f"part {number} cannot be parsed (an unclosed quote or escape)")
         if not words:
             continue
@@ -126,15 +127,37 @@ def check_command(command: object, allow_list: AllowList) -> ShellCheck:
     return ShellCheck(True, "")
 
 
+def _words(segment: str) -> list[str] | None:
+    """The segment's words as a POSIX shell splits them; None when it cannot be parsed."""
+    if not _QUOTING.search(segment):  # the common case: the same answer, without shlex
+        return segment.split()
+    try:
+        return shlex.split(segment)
+    except ValueError:
+        return None
+
+
 def _forbidden_construct(command: str) -> str | None:
-    for ch in command:
-        if ch != " " and unicodedata.category(ch)[0] in "CZ":
-            return f"the character U+{ord(ch):04X} ({_char_name(ch)})"
+    odd = _odd_char(command)
+    if odd is not None:
+        return f"the character U+{ord(odd):04X} ({_char_name(odd)})"
     for text, what in FORBIDDEN:
         if text in command:
             return what
     if _LONE_AMPERSAND.search(command):
         return "a background operator `&`"
+    return None
+
+
+def _odd_char(command: str) -> str | None:
+    """The first control, format, surrogate, private or unassigned character, or space
+    character other than the ASCII space."""
+    if command.isascii():
+        found = _ASCII_CONTROL.search(command)
+        return found.group() if found else None
+    for ch in command:
+        if ch != " " and unicodedata.category(ch)[0] in "CZ":
+            return ch
     return None
 
 
