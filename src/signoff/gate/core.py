@@ -92,11 +92,11 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         auto_approve: bool = False,
     ) -> None:
         self.policy = policy
-        self.store: Store = store if store is not None else open_store(policy.store_url)
         self.settings = GateSettings.from_policy(policy)
         # Whether a human can be asked: the argument, else $SIGNOFF_NON_INTERACTIVE, else
         # gate.non_interactive.enabled (gate/settings.py: interactive_mode).
         self.interactive = interactive_mode(interactive, self.settings)
+        self.store: Store = store if store is not None else open_store(policy.store_url)
         # yolo mode: calls that need approval are approved at once (audited, actor "yolo");
         # deny rules still apply, and questions (inquiries) get "no human available".
         self.auto_approve = auto_approve
