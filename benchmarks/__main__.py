@@ -29,6 +29,7 @@ from benchmarks import (
     cycles,
     grants,
     guard,
+    intent,
     metrics,
     non_interactive,
     policy,
@@ -80,6 +81,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "Channels: submit -> first notification received; forged callbacks accepted",
         ),
         _entry("metrics", metrics, "/metrics scrape with 10,000 pending requests"),
+        _entry(
+            "intent",
+            intent,
+            "Intent judges: judged call vs the judge alone (5 ms loopback), cache hit",
+        ),
         _entry(
             "grants",
             grants,

@@ -38,6 +38,7 @@ from signoff.model import (
     RequestQuarantined,
     SignoffError,
     ToolCall,
+    Verdict,
     utcnow,
 )
 from signoff.policy import Policy
@@ -175,14 +176,25 @@ def policy_explain(
     grants: Annotated[
         bool, typer.Option("--grants", help="Also show the active grants that would apply.")
     ] = False,
+    user_request: Annotated[
+        str | None,
+        typer.Option("--user-request", help="Shorthand for --context '{\"user_request\": TEXT}'."),
+    ] = None,
+    no_judge: Annotated[
+        bool,
+        typer.Option("--no-judge", help="Do not run the intent judge of a tool with intent:."),
+    ] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show the verdict for one call and why: rule, approvers, quorum, deadline (and, with
-    --grants, the standing grants that would decide it instead of a human)."""
+    --grants, the standing grants that would decide it instead of a human). A tool with
+    ``intent:`` asks its judge, as the gate would (--no-judge: the policy's own verdict)."""
     policy = load_policy(config)
     call_args = parse_json_object(args, "--args")
     ctx_fields = parse_json_object(context, "--context") if context else {}
+    if user_request is not None:
+        ctx_fields["user_request"] = user_request
     limits = Limits.from_sections(policy.sections)
     try:  # what the gate's first stage would refuse, refused here the same way
         check_json(call_args, limits, "--args")
@@ -192,6 +204,8 @@ def policy_explain(
     ctx = build_context(policy, principal, roles, ctx_fields)
     call = ToolCall(tool, call_args)
     explanation = policy.explain(call, ctx)
+    if explanation.verdict is not None and explanation.verdict.judge_pending:
+        explanation.verdict = _explained_intent(policy, call, ctx, explanation.verdict, no_judge)
     found: list[Any] = []
     if grants and explanation.verdict is not None:
         from signoff.cli.grant_commands import explain_grants, grant_json, print_explained_grants
@@ -207,6 +221,37 @@ def policy_explain(
     render.explanation(out, explanation)
     if grants:
         print_explained_grants(found, summary)
+
+
+def _explained_intent(
+    policy: Policy, call: ToolCall, ctx: CallContext, verdict: Verdict, skip: bool
+) -> Verdict:
+    """The verdict after the intent judge (run here as the gate would; not audited)."""
+    import asyncio
+    from dataclasses import replace
+
+    from signoff.judges.runner import IntentChecker
+    from signoff.judges.settings import build_judges
+    from signoff.model.judging import tighten
+    from signoff.policy.redact import Redaction
+
+    if skip:
+        return replace(verdict, intent=None)
+    assert verdict.intent is not None
+    spec = verdict.intent
+    try:
+        judges = build_judges(policy.sections.get("judges"))
+    except PolicyError as exc:
+        fail(f"the judges: section cannot be used: {exc}", 2)
+    checker = IntentChecker(judges, Redaction(policy.secret_keys))
+
+    async def ask() -> Verdict:
+        try:
+            return tighten(verdict, await checker.judge(call, ctx, spec), call)
+        finally:
+            await checker.aclose()
+
+    return asyncio.run(ask())
 
 
 @policy_app.command("test")

@@ -164,6 +164,16 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
                 f"; risk {action.risk}" if action.risk else "",
             )
         )
+        if action.intent:
+            judged = action.intent
+            out.print(
+                line(
+                    f"    intent check by judge {judged.get('judge')} (model output): ",
+                    (str(judged.get("verdict")), "bold"),
+                    " — ",
+                    str(judged.get("reason", "")),
+                )
+            )
         _args(out, action.args, call.action.args, redact)
         who = cfg.approvers
         group = (
@@ -281,6 +291,15 @@ def explanation(out: Console, e: Any) -> None:
     for key in ("reason", "description", "risk"):
         if verdict.get(key):
             out.print(line(f"  {key}: {verdict[key]}"))
+    judged = verdict.get("intent")
+    if judged:
+        out.print(
+            line(
+                f"  intent check by judge {judged['judge']} (model output): ",
+                (str(judged["verdict"]), "bold"),
+                f" — {judged['reason']}",
+            )
+        )
     review = verdict.get("review")
     if review:
         for key, value in review.items():

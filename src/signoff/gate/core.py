@@ -44,6 +44,8 @@ from signoff.gate.decisions import request_context
 from signoff.gate.granting import GrantMethods
 from signoff.gate.grants import GrantCache, GrantSettings, GrantsStage
 from signoff.gate.guard import guard as _guard
+from signoff.gate.intent import IntentStage
+from signoff.gate.intent import settle as settle_intent
 from signoff.gate.ledger import LedgerMethods
 from signoff.gate.lifecycle import Lifecycle
 from signoff.gate.portal import Portal
@@ -53,6 +55,8 @@ from signoff.gate.settings import GateSettings, interactive_mode
 from signoff.gate.submission import Submission
 from signoff.gate.sweeper import Sweeper
 from signoff.gate.wiring import DeliveryWorker, Notifier, build_channels, build_remote
+from signoff.judges.runner import IntentChecker
+from signoff.judges.settings import build_judges
 from signoff.model import (
     ApprovalRequest,
     CallContext,
@@ -111,6 +115,14 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         # Secret arguments: masked in audit events, sealed once a call is finished (the key
         # is audit.key, else the store's salt, read at start).
         self.redaction = Redaction(policy.secret_keys, audit_key(policy.sections))
+        # Intent judges (judges: + intent: on tools/rules): an async stage after the rest.
+        judges = build_judges(
+            policy.sections.get("judges"),
+            filename=policy.path.name if policy.path else "signoff.yaml",
+        )
+        self.intents = IntentChecker(judges, self.redaction, self.store)
+        if self.intents.judges:
+            self.checks.add_async(IntentStage(self.ajudge))
         self.waiter_id = waiter_id()  # this process, as the holder of leases on requests
         self._steps_seen: set[tuple[str, str | None]] = set()
         self.sweeper = Sweeper(self, sweep_interval or self.settings.sweep_interval)
@@ -198,9 +210,28 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
             self._ensure_writable()
         ctx = ctx if ctx is not None else current_context()
         verdict = self.checks.run(call, ctx, self.tools.get(call.name), risk)
-        if audit and not verdict.needs_approval:
+        if audit and not verdict.needs_approval and not verdict.judge_pending:
             audit_verdict(self.store, call, ctx, verdict, self.redaction)
         return verdict
+
+    async def ajudge(
+        self, call: ToolCall, ctx: CallContext, verdict: Verdict, *, audit: bool = True
+    ) -> Verdict:
+        """Finish a verdict whose intent judge is pending (``verdict.judge_pending``): the
+        judge answers (or its cached answer) and the verdict can only get stricter. Other
+        verdicts come back unchanged. A finished allow or deny is audited when ``audit``."""
+        if not verdict.judge_pending:
+            return verdict
+        settled = await settle_intent(self.intents, call, ctx, verdict, self._on_portal)
+        if audit and not settled.needs_approval:
+            audit_verdict(self.store, call, ctx, settled, self.redaction)
+        return settled
+
+    def judge(self, call: ToolCall, ctx: CallContext, verdict: Verdict) -> Verdict:
+        """Sync twin of :meth:`ajudge` (for sync callers; blocks while the judge answers)."""
+        if not verdict.judge_pending:
+            return verdict
+        return self._portal.run(self.ajudge(call, ctx, verdict))
 
     async def acheck(
         self,
@@ -215,7 +246,7 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
             await self.ensure_writable()
         ctx = ctx if ctx is not None else current_context()
         verdict = await self.checks.arun(call, ctx, self.tools.get(call.name), risk)
-        if audit and not verdict.needs_approval:
+        if audit and not verdict.needs_approval and not verdict.judge_pending:
             audit_verdict(self.store, call, ctx, verdict, self.redaction)
         return verdict
 
@@ -260,7 +291,7 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
     ) -> Submission:
         ctx = ctx if ctx is not None else current_context()
         submission.check_call_count(calls, self.limits)
-        verdicts = [self.check(c, ctx, risk=risk) for c in calls]
+        verdicts = [self.check(c, ctx, risk=risk) for c in calls]  # judges: in asubmit_checked
         return self._portal.run(self.asubmit_checked(list(calls), verdicts, ctx))
 
     async def asubmit_checked(

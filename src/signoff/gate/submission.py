@@ -98,6 +98,8 @@ async def submit_checked(
     default only for the first step this process submits per (thread, agent): the one a
     restarted agent asks again, so the lookup costs nothing on later steps."""
     check_call_count(calls, gate.limits)
+    if any(v.judge_pending for v in verdicts):  # checked with gate.check(): judge them now
+        verdicts = [await gate.ajudge(c, ctx, v) for c, v in zip(calls, verdicts, strict=True)]
     sub = Submission(calls, verdicts)
     review = [(c, v) for c, v in zip(calls, verdicts, strict=True) if v.needs_approval]
     if not review:
@@ -277,6 +279,7 @@ def build_request(
                 reason=verdict.reason,
                 risk=verdict.risk,
                 description=verdict.description or spec.description,
+                intent=verdict.judgement.to_wire() if verdict.judgement is not None else None,
             )
         )
         schema = info.schema.json_schema if info and info.schema else None

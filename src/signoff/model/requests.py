@@ -73,6 +73,9 @@ class ActionRequest(_Model):
     rule: str = ""
     reason: str | None = None
     risk: Risk | None = None
+    #: The intent judge's answer (model output: shown escaped and labelled as such), if
+    #: the tool or rule has ``intent:``: ``{judge, verdict, reason, latency_ms, cached}``.
+    intent: dict[str, Any] | None = None
 
 
 class ReviewConfig(_Model):

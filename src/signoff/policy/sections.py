@@ -99,6 +99,12 @@ SECTIONS: tuple[Section, ...] = (
         extra="server",
     ),
     Section(
+        "judges",
+        "runtime",
+        "Intent judges (a model or a function) that `intent:` on tools and rules names.",
+        checker="signoff.judges.settings:check_sections",
+    ),
+    Section(
         "remote",
         "runtime",
         "Makes `Gate.from_config` return a remote gate talking to "

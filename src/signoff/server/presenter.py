@@ -83,6 +83,7 @@ class CallView:
     changes: list[ArgChangeView] = field(default_factory=list)  # empty unless edited
     original_json: str = ""  # the arguments as first requested, when edited
     grant_text: str | None = None  # what "also approve later calls" would cover, exactly
+    intent: dict[str, Any] | None = None  # the intent judge's answer (model output)
 
 
 @dataclass
@@ -118,6 +119,7 @@ def present(
             description=action.description,
             rule=action.rule,
             reason=action.reason,
+            intent=action.intent,
             risk=action.risk,
             args_json=pretty(redact(runs, secret_key)),
             resolution=state.resolution,
