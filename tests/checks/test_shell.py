@@ -337,3 +337,17 @@ def test_property_bash_runs_only_allowed_commands_when_the_check_allows(
         return
     for words in traced_commands(command, tmp_path, stub_path):
         assert ALLOW.matches(words), (command, words)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=["Cc", "Cs"]), max_size=40))
+def test_property_the_fast_word_split_agrees_with_shlex(segment: str) -> None:
+    from signoff.checks.shell import _words
+
+    try:
+        expected: list[str] | None = shlex.split(segment)
+    except ValueError:
+        expected = None
+    if any(c.isspace() and c != " " for c in segment):
+        return  # refused before splitting (only the ASCII space separates words here)
+    assert _words(segment) == expected
