@@ -227,7 +227,8 @@ def _gate(config: Path | None, *, yolo: bool, non_interactive: bool) -> Gate:
     logging.basicConfig(level=logging.INFO, format="signoff: %(message)s")
     return Gate(
         policy,
-        interactive=not non_interactive,
+        # the flag, else $SIGNOFF_NON_INTERACTIVE, else gate.non_interactive.enabled
+        interactive=False if non_interactive else None,
         auto_approve=yolo,
         channels=[LogChannel()],
     )

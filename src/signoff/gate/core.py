@@ -51,7 +51,7 @@ from signoff.gate.lifecycle import Lifecycle
 from signoff.gate.portal import Portal
 from signoff.gate.ratelimit import RateWindows
 from signoff.gate.reattach import waiter_id
-from signoff.gate.settings import GateSettings
+from signoff.gate.settings import GateSettings, interactive_mode
 from signoff.gate.submission import Submission
 from signoff.gate.sweeper import Sweeper
 from signoff.gate.wiring import DeliveryWorker, Notifier, build_channels, build_remote
@@ -81,12 +81,7 @@ from signoff.store import MemoryStore, Store, open_store
 log = logging.getLogger("signoff.gate")
 
 T = TypeVar("T")
-NON_INTERACTIVE_ENV = "SIGNOFF_NON_INTERACTIVE"
 CONFIG_ENV = "SIGNOFF_CONFIG"
-
-
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
@@ -104,10 +99,11 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         auto_approve: bool = False,
     ) -> None:
         self.policy = policy
+        self.settings = GateSettings.from_policy(policy)
+        # Whether a human can be asked: the argument, else $SIGNOFF_NON_INTERACTIVE, else
+        # gate.non_interactive.enabled (gate/settings.py: interactive_mode).
+        self.interactive = interactive_mode(interactive, self.settings)
         self.store: Store = store if store is not None else open_store(policy.store_url)
-        self.interactive = (
-            (not _env_flag(NON_INTERACTIVE_ENV)) if interactive is None else interactive
-        )
         # yolo mode: calls that need approval are approved at once (audited, actor "yolo");
         # deny rules still apply, and questions (inquiries) get "no human available".
         self.auto_approve = auto_approve
@@ -119,7 +115,6 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         self.grant_settings = GrantSettings.from_sections(policy.sections)
         self.grant_cache = GrantCache(policy)
         self.checks.add(GrantsStage(policy, self.grant_cache), after="policy")
-        self.settings = GateSettings.from_policy(policy)
         # Secret arguments: masked in audit events, sealed once a call is finished (the key
         # is audit.key, else the store's salt, read at start).
         self.redaction = Redaction(policy.secret_keys, audit_key(policy.sections))

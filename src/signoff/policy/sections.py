@@ -60,7 +60,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "gate",
         "runtime",
-        "Runtime settings of the gate (not policy): e.g. `sweep_interval`.",
+        "Runtime settings of the gate (not policy): e.g. `sweep_interval`, `non_interactive`.",
         checker="signoff.gate.settings:check_sections",
     ),
     Section(
