@@ -24,7 +24,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import agent_sdks, channels, cycles, grants, guard, metrics, policy, resume, server
+from benchmarks import (
+    agent_sdks,
+    channels,
+    cycles,
+    grants,
+    guard,
+    intent,
+    metrics,
+    non_interactive,
+    policy,
+    resume,
+    server,
+)
 from benchmarks import langchain as langchain_agents
 from benchmarks import mcp as mcp_proxy
 from benchmarks import postgres as postgres_replicas
@@ -76,9 +88,19 @@ BENCHMARKS: dict[str, Benchmark] = {
         ),
         _entry("metrics", metrics, "/metrics scrape with 10,000 pending requests"),
         _entry(
+            "intent",
+            intent,
+            "Intent judges: judged call vs the judge alone (5 ms loopback), cache hit",
+        ),
+        _entry(
             "grants",
             grants,
             "Grants: check with 1,000 active grants vs none; revocation seen by another process",
+        ),
+        _entry(
+            "non_interactive",
+            non_interactive,
+            "Non-interactive runs: shell allow-list check µs; an allow-listed guarded call",
         ),
     )
 }

@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -25,6 +26,7 @@ from signoff.cli import deciding, errors, render
 from signoff.cli.deciding import ServerOpt, TokenOpt
 from signoff.gate import Gate
 from signoff.gate.core import resolve_config_path
+from signoff.gate.settings import env_non_interactive
 from signoff.model import (
     AlreadyDecided,
     ApprovalRequest,
@@ -36,6 +38,7 @@ from signoff.model import (
     RequestQuarantined,
     SignoffError,
     ToolCall,
+    Verdict,
     utcnow,
 )
 from signoff.policy import Policy
@@ -77,12 +80,6 @@ AsOpt = Annotated[
 NonInteractiveOpt = Annotated[
     bool, typer.Option("--non-interactive", help="Nobody can answer: reject approvals at once.")
 ]
-
-
-def _env_non_interactive() -> bool:
-    import os
-
-    return os.environ.get("SIGNOFF_NON_INTERACTIVE", "").strip().lower() in ("1", "true", "yes")
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -179,14 +176,25 @@ def policy_explain(
     grants: Annotated[
         bool, typer.Option("--grants", help="Also show the active grants that would apply.")
     ] = False,
+    user_request: Annotated[
+        str | None,
+        typer.Option("--user-request", help="Shorthand for --context '{\"user_request\": TEXT}'."),
+    ] = None,
+    no_judge: Annotated[
+        bool,
+        typer.Option("--no-judge", help="Do not run the intent judge of a tool with intent:."),
+    ] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show the verdict for one call and why: rule, approvers, quorum, deadline (and, with
-    --grants, the standing grants that would decide it instead of a human)."""
+    --grants, the standing grants that would decide it instead of a human). A tool with
+    ``intent:`` asks its judge, as the gate would (--no-judge: the policy's own verdict)."""
     policy = load_policy(config)
     call_args = parse_json_object(args, "--args")
     ctx_fields = parse_json_object(context, "--context") if context else {}
+    if user_request is not None:
+        ctx_fields["user_request"] = user_request
     limits = Limits.from_sections(policy.sections)
     try:  # what the gate's first stage would refuse, refused here the same way
         check_json(call_args, limits, "--args")
@@ -196,6 +204,8 @@ def policy_explain(
     ctx = build_context(policy, principal, roles, ctx_fields)
     call = ToolCall(tool, call_args)
     explanation = policy.explain(call, ctx)
+    if explanation.verdict is not None and explanation.verdict.judge_pending:
+        explanation.verdict = _explained_intent(policy, call, ctx, explanation.verdict, no_judge)
     found: list[Any] = []
     if grants and explanation.verdict is not None:
         from signoff.cli.grant_commands import explain_grants, grant_json, print_explained_grants
@@ -211,6 +221,37 @@ def policy_explain(
     render.explanation(out, explanation)
     if grants:
         print_explained_grants(found, summary)
+
+
+def _explained_intent(
+    policy: Policy, call: ToolCall, ctx: CallContext, verdict: Verdict, skip: bool
+) -> Verdict:
+    """The verdict after the intent judge (run here as the gate would; not audited)."""
+    import asyncio
+    from dataclasses import replace
+
+    from signoff.judges.runner import IntentChecker
+    from signoff.judges.settings import build_judges
+    from signoff.model.judging import tighten
+    from signoff.policy.redact import Redaction
+
+    if skip:
+        return replace(verdict, intent=None)
+    assert verdict.intent is not None
+    spec = verdict.intent
+    try:
+        judges = build_judges(policy.sections.get("judges"))
+    except PolicyError as exc:
+        fail(f"the judges: section cannot be used: {exc}", 2)
+    checker = IntentChecker(judges, Redaction(policy.secret_keys))
+
+    async def ask() -> Verdict:
+        try:
+            return tighten(verdict, await checker.judge(call, ctx, spec), call)
+        finally:
+            await checker.aclose()
+
+    return asyncio.run(ask())
 
 
 @policy_app.command("test")
@@ -451,13 +492,26 @@ def respond(
     approver: AsOpt = None,
     call: Annotated[str | None, typer.Option("--call", help="The call to answer.")] = None,
     message: Annotated[str, typer.Option("-m", "--message", help="The answer.")] = "",
+    answers: Annotated[
+        str | None,
+        typer.Option(
+            "--answers",
+            help="An inquiry form's answers as JSON keyed by question id: "
+            '\'{"region": "eu", "features": ["logs"]}\'.',
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """Answer instead of running the tool (or answer an inquiry)."""
-    decision = {"type": "respond", "message": message}
+    """Answer instead of running the tool (or answer an inquiry: -m, or --answers for a form)."""
+    decision: dict[str, Any] = {"type": "respond", "message": message or None}
+    if answers is not None:
+        decision["answers"] = parse_json_object(answers, "--answers")
+    elif not message:
+        decision["message"] = message  # refused by the gate, naming the field
     _decide(config, request_id, approver, _each_call(call, decision), as_json, server, token)
 
 
@@ -600,7 +654,7 @@ def demo(
     """A scripted agent makes the seed scenarios' calls; you decide each one in the web inbox
     (or in this terminal with --terminal)."""
     auto = non_interactive or not sys.stdin.isatty()
-    if nobody or _env_non_interactive():
+    if nobody or env_non_interactive():
         # Nobody can answer: every call that needs approval is rejected at once, and the
         # agent sees "no human is available" — what a CI job or batch run gets.
         from signoff.cli.demo import run_demo
@@ -618,19 +672,43 @@ def demo(
     raise typer.Exit(run_demo(out, auto=auto, workdir=workdir))
 
 
+class Preset(StrEnum):
+    """Policies ``signoff init --preset`` writes (files in ``signoff/cli/presets/``)."""
+
+    deepagents = "deepagents"
+    mcp_filesystem = "mcp-filesystem"
+    shell = "shell"
+
+
+def preset_text(preset: Preset | None) -> str:
+    """The policy file ``signoff init`` writes: the starter file, or a preset."""
+    from importlib.resources import files
+
+    where = files("signoff.cli")
+    source = (
+        where / "starter.yaml" if preset is None else where / "presets" / f"{preset.value}.yaml"
+    )
+    return source.read_text(encoding="utf-8")
+
+
 @app.command("init")
 def init(
     path: Annotated[Path, typer.Argument(help="Where to write the policy.")] = Path("signoff.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    preset: Annotated[
+        Preset | None,
+        typer.Option(
+            "--preset",
+            help="A policy for deepagents' tools, @modelcontextprotocol/server-filesystem, or "
+            "a shell tool, instead of the starter file.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Write a starter policy file."""
-    from importlib.resources import files
-
+    """Write a starter policy file (or a preset)."""
     if path.exists() and not force:
         fail(f"{path} exists; use --force to overwrite", 2)
-    path.write_text(
-        files("signoff.cli").joinpath("starter.yaml").read_text(encoding="utf-8"), encoding="utf-8"
-    )
+    path.write_text(preset_text(preset), encoding="utf-8")
     out.print(f"wrote {path} — check it with `signoff policy check --config {path}`")
 
 
@@ -643,6 +721,7 @@ COMMAND_MODULES = (
     "signoff.cli.db_commands",
     "signoff.cli.audit_commands",
     "signoff.cli.grant_commands",
+    "signoff.cli.channel_commands",
 )
 
 

@@ -223,7 +223,10 @@ class GrantsStage:
         review = verdict.review
         if review is not None and review.approvers.quorum > 1:
             return  # a grant never stands in for a quorum
+        # The intent judge still runs: a grant stands in for the human, not for the judge
+        # (whose objection brings the review back).
         state.verdict = Verdict(
             "allow", verdict.rule, policy_hash=verdict.policy_hash, risk=verdict.risk,
-            grant=grant.id,
+            grant=grant.id, intent=verdict.intent,
+            review=verdict.review if verdict.intent is not None else None,
         )  # fmt: skip

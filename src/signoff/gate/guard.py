@@ -114,6 +114,8 @@ def guard(
             call = ToolCall(tool, bind(args, kwargs))
             ctx = current_context()
             verdict = gate.check(call, ctx, risk=risk)
+            if verdict.judge_pending:
+                verdict = await gate.ajudge(call, ctx, verdict)
             if verdict.allowed:
                 gate.record_execution(call, ctx)
                 return await fn(*args, **kwargs)
@@ -145,6 +147,8 @@ def guard(
         call = ToolCall(tool, bind(args, kwargs))
         ctx = current_context()
         verdict = gate.check(call, ctx, risk=risk)
+        if verdict.judge_pending:
+            verdict = gate.judge(call, ctx, verdict)
         if verdict.allowed:
             gate.record_execution(call, ctx)
             return fn(*args, **kwargs)

@@ -15,6 +15,7 @@ from signoff.gate.portal import Portal
 from signoff.gate.ratelimit import RateWindows, seed_from_audit
 from signoff.gate.sweeper import Sweeper
 from signoff.gate.wiring import DeliveryWorker
+from signoff.judges.runner import IntentChecker
 from signoff.model import SignoffError
 from signoff.policy import Policy
 from signoff.policy.redact import Redaction
@@ -38,6 +39,7 @@ class Lifecycle:
     _deliverer: asyncio.Future[None] | None
     _writable: bool
     redaction: Redaction
+    intents: IntentChecker
 
     @property
     def writable(self) -> bool:
@@ -122,6 +124,7 @@ class Lifecycle:
     async def _close_on_portal(self) -> None:
         await self.sweeper.stop()
         await self.grant_cache.stop()
+        await self.intents.aclose()
         if self.delivery is not None and self._deliverer is not None:
             await self.delivery.stop(self._deliverer)
         await self.store.close()

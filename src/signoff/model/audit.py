@@ -30,6 +30,7 @@ AuditEventType = Literal[
     "grant_expired",  # ... reached its expiry
     "reattached",  # a restarted agent took over an open request whose waiter's lease lapsed
     "reconciled",  # a human recorded the outcome of an interrupted execution
+    "intent_checked",  # an intent judge answered about a call (verdict, reason, latency)
 ]
 
 

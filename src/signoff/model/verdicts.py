@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from signoff.model.identity import PersonKey, contains_person, person_key
+from signoff.model.intent import IntentSpec, Judgement
 
 VerdictKind = Literal["allow", "deny", "require_approval"]
 DecisionType = Literal["approve", "edit", "reject", "respond"]
@@ -95,10 +96,21 @@ class Verdict:
     description: str | None = None
     errors: tuple[str, ...] = field(default=())
     grant: str | None = None  # the grant that decided instead of a human (allow or deny)
+    #: ``intent:`` of the deciding tool/rule while its judge has not answered yet: the
+    #: verdict is *pending* — not allowed until the gate runs the judge (``Gate.ajudge``).
+    intent: IntentSpec | None = None
+    #: the judge's answer, once it ran (shown to approvers, audited)
+    judgement: Judgement | None = None
 
     @property
     def allowed(self) -> bool:
-        return self.kind == "allow"
+        """An allow whose intent check (if any) is done: fail closed on a pending one."""
+        return self.kind == "allow" and self.intent is None
+
+    @property
+    def judge_pending(self) -> bool:
+        """An intent judge must answer before this verdict stands (see ``Gate.ajudge``)."""
+        return self.intent is not None
 
     @property
     def denied(self) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,12 +24,16 @@ from signoff.model import (
     ToolCall,
     Verdict,
 )
+from signoff.model.intent import INTENT_VERDICTS, IntentVerdict, Judgement
+from signoff.model.judging import tighten
 from signoff.policy.source import Loc, Problems, parse_yaml
 
 if TYPE_CHECKING:
     from signoff.policy.engine import Policy
 
-CASE_KEYS = ("name", "tool", "args", "principal", "context", "risk", "rate_count", "expect")
+CASE_KEYS = (
+    "name", "tool", "args", "principal", "context", "risk", "rate_count", "judge", "expect",
+)  # fmt: skip
 EXPECT_KEYS = ("verdict", "rule", "reason", "quorum", "roles", "users", "risk")
 CONTEXT_FIELDS = ("thread", "agent", "environment", "time", "user_request", "reasoning")
 
@@ -55,6 +59,7 @@ class _Case:
     rate_count: int | None
     expect: dict[str, Any]
     line: int | None
+    judge: tuple[IntentVerdict, str] | None = None  # a stubbed intent judge's answer
 
 
 class _FixedCounter:
@@ -85,6 +90,13 @@ def run_cases(policy: Policy, path: str | os.PathLike[str]) -> list[CaseResult]:
 def _run(policy: Policy, case: _Case) -> CaseResult:
     rates = _FixedCounter(case.rate_count) if case.rate_count is not None else None
     got = policy.evaluate(case.call, case.ctx, risk=case.risk, rates=rates)
+    intent = got.intent
+    if intent is not None:  # judges are never called here: a case stubs the answer
+        if case.judge is None:
+            got = replace(got, intent=None)  # no stub: the policy's own verdict
+        else:
+            verdict, reason = case.judge
+            got = tighten(got, Judgement(intent.judge, verdict, reason), case.call)
     problems = _compare(case.expect, got)
     return CaseResult(case.name, not problems, case.expect, got, problems, case.line)
 
@@ -161,11 +173,27 @@ def _case(item: object, loc: Loc, i: int, policy: Policy, problems: Problems) ->
         ):
             raise loc.key("rate_count").error("rate_count is an integer >= 0")
         expect = _expect(item.get("expect"), loc.key("expect"))
+        judge = _judge(item.get("judge"), loc.key("judge"))
     except PolicyError as exc:
         problems.add_policy_error(exc)
         return None
     call = ToolCall(tool, dict(args), id=f"case-{i + 1}")
-    return _Case(str(name), call, ctx, risk, rate_count, expect, loc.line)
+    return _Case(str(name), call, ctx, risk, rate_count, expect, loc.line, judge)
+
+
+def _judge(value: object, loc: Loc) -> tuple[IntentVerdict, str] | None:
+    """``judge: {verdict: mismatch, reason: ...}``: what the intent judge answers here."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, Mapping)
+        or value.get("verdict") not in INTENT_VERDICTS
+        or any(k not in ("verdict", "reason") for k in value)
+    ):
+        raise loc.error(
+            f"judge is {{verdict: one of {list(INTENT_VERDICTS)}, reason: text}}, got {value!r}"
+        )
+    return value["verdict"], str(value.get("reason", "stubbed"))
 
 
 def _principal(value: object, loc: Loc, policy: Policy) -> Principal:

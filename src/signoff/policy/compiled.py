@@ -37,6 +37,7 @@ class Outcome:
         "_allow",
         "_constant",
         "description",
+        "intent",
         "kind",
         "policy_hash",
         "reason",
@@ -61,7 +62,16 @@ class Outcome:
         self.description: Template = resolved.description
         self.policy_hash = policy_hash
         self.spec = resolved.spec
-        self._allow = Verdict("allow", rule, policy_hash=policy_hash, risk=self.risk)
+        self.intent = resolved.intent if kind != "deny" else None  # a deny needs no judge
+        # An allow with an intent judge carries the review a human gets if the judge objects.
+        self._allow = Verdict(
+            "allow",
+            rule,
+            policy_hash=policy_hash,
+            risk=self.risk,
+            intent=self.intent,
+            review=self._review("", self.risk) if self.intent is not None else None,
+        )
         self._constant: Verdict | None = None
         text = self.description.constant
         if text is not None and kind != "allow":
@@ -83,7 +93,14 @@ class Outcome:
         if self.kind == "allow":
             if risk == self.risk and rule is None:
                 return self._allow
-            return Verdict("allow", rule or self.rule, policy_hash=self.policy_hash, risk=risk)
+            return Verdict(
+                "allow",
+                rule or self.rule,
+                policy_hash=self.policy_hash,
+                risk=risk,
+                intent=self.intent,
+                review=self._review("", risk) if self.intent is not None else None,
+            )
         if self._constant is not None and risk == self.risk and reason is None and rule is None:
             return self._constant
         description = self.description.render(call, ctx)
@@ -108,8 +125,22 @@ class Outcome:
                 description=description,
                 errors=errors,
             )
+        review = self._review(description, risk)
+        return Verdict(
+            "require_approval",
+            rule,
+            reason=reason,
+            review=review,
+            policy_hash=self.policy_hash,
+            risk=risk,
+            description=description,
+            errors=errors,
+            intent=self.intent,
+        )
+
+    def _review(self, description: str, risk: Risk | None) -> ReviewSpec:
         spec = self.spec
-        review = ReviewSpec(
+        return ReviewSpec(
             allowed_decisions=spec.allowed_decisions,
             approvers=spec.approvers,
             editable_args=spec.editable_args,
@@ -122,16 +153,6 @@ class Outcome:
             escalate_after_s=spec.escalate_after_s,
             description=description,
             notify=spec.notify,
-        )
-        return Verdict(
-            "require_approval",
-            rule,
-            reason=reason,
-            review=review,
-            policy_hash=self.policy_hash,
-            risk=risk,
-            description=description,
-            errors=errors,
         )
 
 

@@ -90,6 +90,8 @@ def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
         "errors": list(verdict.errors),
         "review": None,
     }
+    if verdict.judgement is not None:
+        out["intent"] = verdict.judgement.to_wire()
     review = verdict.review
     if review is not None:
         out["review"] = {

@@ -91,7 +91,9 @@ def compile_policy(
     out.store_url = resolve_store(data.get("store"), base_dir, root.key("store"), problems)
     out.sections = _sections(data, root, problems)
     out.redact_keys = redact_keys(data, root, problems)
-    builder = _Builder(problems, people, policy_hash, internal_ids=internal_ids)
+    judges = data.get("judges")
+    judge_names = frozenset(str(k) for k in judges) if isinstance(judges, Mapping) else frozenset()
+    builder = _Builder(problems, people, policy_hash, internal_ids=internal_ids, judges=judge_names)
     builder.defaults(data.get("defaults"), root.key("defaults"), out)
     builder.tools(data.get("tools"), root.key("tools"), out)
     problems.raise_if_any()
@@ -224,10 +226,11 @@ class _Builder:
         policy_hash: str,
         *,
         internal_ids: bool = False,
+        judges: frozenset[str] = frozenset(),
     ) -> None:
         self.problems = problems
         self.internal_ids = internal_ids
-        self.reviews = ReviewCompiler(problems, people)
+        self.reviews = ReviewCompiler(problems, people, judges)
         self.conds = CondCompiler(problems, self.reviews.directory_roles)
         self.hash = policy_hash
         self.defaults_layer = Layer(Loc(Source("defaults")))

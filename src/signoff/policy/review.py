@@ -22,6 +22,7 @@ from signoff.model import (
     ReviewSpec,
     Risk,
 )
+from signoff.model.intent import INTENT_ACTIONS, IntentAction, IntentSpec
 from signoff.policy.durations import format_duration, parse_duration
 from signoff.policy.people import People
 from signoff.policy.source import Loc, Problems
@@ -30,12 +31,16 @@ from signoff.policy.templates import Template, TemplateError, compile_template
 REVIEW_KEYS = (
     "allowed_decisions", "editable_args", "approvers", "forbid_self_approval",
     "allow_thread_approval", "risk", "timeout", "on_timeout", "escalate_to", "escalate_after",
-    "description", "notify",
+    "description", "notify", "intent",
 )  # fmt: skip
 #: Review fields that also mean something for allow/deny, so they are not "approval only".
-SHARED_KEYS = ("risk", "description")
+SHARED_KEYS = ("risk", "description", "intent")
+INTENT_KEYS = ("judge", "on_mismatch", "on_unclear", "on_error")
 APPROVAL_ONLY_KEYS = tuple(k for k in REVIEW_KEYS if k not in SHARED_KEYS)
-CHANNELS = ("slack", "discord", "email", "line", "webhooks", "teams", "console", "web")
+CHANNELS = (
+    "slack", "discord", "email", "line", "telegram", "feishu", "dingtalk", "webhooks", "teams",
+    "console", "web",
+)  # fmt: skip
 ON_TIMEOUT_VALUES = ("reject", "allow", "escalate")
 DEFAULT_DESCRIPTION = "{tool} requested by {principal.id}"
 DEFAULT_TIMEOUT_S = 3600.0
@@ -61,14 +66,18 @@ class Resolved:
     description: Template
     risk: Risk | None
     approvers_given: bool
+    intent: IntentSpec | None = None
 
 
 class ReviewCompiler:
     """Parses review fields and resolves chains, reporting problems with path and line."""
 
-    def __init__(self, problems: Problems, people: People) -> None:
+    def __init__(
+        self, problems: Problems, people: People, judges: frozenset[str] = frozenset()
+    ) -> None:
         self.problems = problems
         self.people = people
+        self.judges = judges  # the names under `judges:`
         self.directory_roles = people.roles
         self.held_roles = frozenset(r for p in people.values() for r in p.roles)
         self._default_description = compile_template(DEFAULT_DESCRIPTION, self.directory_roles)
@@ -131,6 +140,39 @@ class ReviewCompiler:
             return compile_template(value, self.directory_roles)
         except TemplateError as exc:
             raise PolicyError(str(exc)) from None
+
+    def _intent(self, value: object, loc: Loc) -> IntentSpec:
+        """``intent: {judge, on_mismatch, on_unclear, on_error}`` (or just a judge name)."""
+        if isinstance(value, str):
+            value = {"judge": value}
+        if not isinstance(value, Mapping):
+            raise PolicyError(
+                "intent is a mapping like {judge: fast, on_mismatch: deny}, got "
+                f"{type(value).__name__}"
+            )
+        unknown = [str(k) for k in value if k not in INTENT_KEYS]
+        if unknown:
+            raise PolicyError(f"unknown intent key(s) {unknown}; allowed: {list(INTENT_KEYS)}")
+        judge = value.get("judge")
+        if not isinstance(judge, str) or not judge:
+            raise PolicyError("intent needs `judge:` naming an entry of the top-level judges:")
+        if judge not in self.judges:
+            known = sorted(self.judges) or "none defined"
+            raise PolicyError(
+                f"intent names judge {judge!r}, which judges: does not define ({known})"
+            )
+        actions: dict[str, IntentAction] = {}
+        for key in ("on_mismatch", "on_unclear", "on_error"):
+            action = value.get(key, "require_approval")
+            if action not in INTENT_ACTIONS:
+                raise PolicyError(f"intent.{key} is one of {list(INTENT_ACTIONS)}, got {action!r}")
+            actions[key] = action
+        if actions["on_error"] == "keep":
+            raise PolicyError(
+                "intent.on_error cannot be `keep`: a judge that fails must not be read as "
+                "approval; use require_approval (the default) or deny"
+            )
+        return IntentSpec(judge, **actions)
 
     def _notify(self, value: object, loc: Loc) -> tuple[str, ...]:
         items = _string_list(value, "notify", "[slack, email]", empty_ok=True)
@@ -238,7 +280,11 @@ class ReviewCompiler:
             notify=get("notify", ()),
         )
         return Resolved(
-            spec, get("description", self._default_description), spec.risk, "approvers" in found
+            spec,
+            get("description", self._default_description),
+            spec.risk,
+            "approvers" in found,
+            get("intent", None),
         )
 
     def _escalation(
@@ -295,4 +341,5 @@ _PARSERS: dict[str, Any] = {
     "escalate_after": ReviewCompiler._duration,
     "description": ReviewCompiler._description,
     "notify": ReviewCompiler._notify,
+    "intent": ReviewCompiler._intent,
 }

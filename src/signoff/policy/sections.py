@@ -60,7 +60,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "gate",
         "runtime",
-        "Runtime settings of the gate (not policy): e.g. `sweep_interval`.",
+        "Runtime settings of the gate (not policy): e.g. `sweep_interval`, `non_interactive`.",
         checker="signoff.gate.settings:check_sections",
     ),
     Section(
@@ -73,8 +73,8 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "channels",
         "runtime",
-        "Notification channels: Slack, Discord, e-mail, LINE, "
-        "webhooks, Teams, console; delivery settings.",
+        "Notification channels: Slack, Discord, e-mail, LINE, Telegram, Feishu/Lark, "
+        "DingTalk, webhooks, Teams, console; delivery settings.",
         checker="signoff.channels.config:check_sections",
     ),
     Section(
@@ -97,6 +97,12 @@ SECTIONS: tuple[Section, ...] = (
         "The web inbox: redaction of secret-named arguments and display.",
         checker="signoff.server.settings:check_sections",
         extra="server",
+    ),
+    Section(
+        "judges",
+        "runtime",
+        "Intent judges (a model or a function) that `intent:` on tools and rules names.",
+        checker="signoff.judges.settings:check_sections",
     ),
     Section(
         "remote",

@@ -90,7 +90,11 @@ class Metrics:
         self._ttd_sum += seconds
 
     def render(
-        self, counts: RequestCounts, outbox_failures: Mapping[str, int] | None = None
+        self,
+        counts: RequestCounts,
+        outbox_failures: Mapping[str, int] | None = None,
+        intent_checks: Mapping[tuple[str, str], int] | None = None,
+        intent_cache_hits: int = 0,
     ) -> str:
         lines = [
             "# HELP signoff_pending_requests Approval requests waiting for a decision.",
@@ -134,6 +138,18 @@ class Metrics:
             "# HELP signoff_event_streams Open GET /v1/events streams.",
             "# TYPE signoff_event_streams gauge",
             f"signoff_event_streams {self.sse_clients}",
+            "# HELP signoff_intent_checks_total Intent judge answers, by judge and verdict.",
+            "# TYPE signoff_intent_checks_total counter",
+        ]
+        for (judge, verdict), n in sorted((intent_checks or {}).items()):
+            lines.append(
+                f'signoff_intent_checks_total{{judge="{_esc(judge)}",verdict="{_esc(verdict)}"}}'
+                f" {n}"
+            )
+        lines += [
+            "# HELP signoff_intent_cache_hits_total Intent checks answered from the cache.",
+            "# TYPE signoff_intent_cache_hits_total counter",
+            f"signoff_intent_cache_hits_total {intent_cache_hits}",
         ]
         return "\n".join(lines) + "\n"
 

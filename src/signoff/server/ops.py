@@ -37,7 +37,9 @@ async def metrics(request: Request) -> Response:
     delivery = getattr(state.gate, "delivery", None)
     failures = getattr(delivery, "failed_by_channel", None)
     return PlainTextResponse(
-        state.metrics.render(counts, failures),
+        state.metrics.render(
+            counts, failures, state.gate.intents.counts, state.gate.intents.cache_hits
+        ),
         media_type="text/plain; version=0.0.4; charset=utf-8",
     )
 

@@ -246,3 +246,13 @@ def test_editing_a_paused_call_with_update_state_is_refused_with_what_to_do(
     edit = {"type": "edit", "edited_action": {"name": "delete_file", "args": {"path": "tmp/z"}}}
     agent.invoke(Command(resume={"decisions": [edit]}), cfg)
     assert ran.calls == [("delete_file", {"path": "tmp/z"})]
+
+
+def test_resume_helper_in_a_new_process_says_how_to_resume(tools: list[BaseTool]) -> None:
+    from signoff.integrations.langchain import resume
+    from signoff.model import SignoffError
+
+    saver, cfg, _ = paused_elsewhere(tools)
+    agent = agent_on(saver, SignoffMiddleware({"delete_file": True}), tools)
+    with pytest.raises(SignoffError, match=r"Command\(resume="):
+        resume(agent, cfg, timeout=0)

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from signoff.gate import Gate
 from signoff.integrations.langchain import _messages as msgs
 from signoff.integrations.langchain._ids import scoped
-from signoff.integrations.langchain._review import Where, step_context
+from signoff.integrations.langchain._review import Where, judged, step_context
 from signoff.integrations.langchain._settings import Settings
 from signoff.model import ApprovalRequest, NotFound, ToolCall, Verdict, utcnow
 
@@ -93,10 +93,13 @@ async def recheck(
     by_id = {c["id"]: c for c in paused.ai.tool_calls}
     held = [by_id[h.tool_call_id] for h in paused.holds if h.tool_call_id in by_id]
     ids = [scoped(paused.ai, c["id"] or "") for c in held]
-    verdicts = [s.reviewer.verdict(c, ctx, request, i) for c, i in zip(held, ids, strict=True)]
+    verdicts = [
+        s.reviewer.verdict(c, ctx, request, i, paused.ai) for c, i in zip(held, ids, strict=True)
+    ]
+    calls = [ToolCall(c["name"], c["args"], id=i) for c, i in zip(held, ids, strict=True)]
+    verdicts = await judged(s.gate, calls, ctx, verdicts)
     req = None
     if any(v.needs_approval for v in verdicts):
-        calls = [ToolCall(c["name"], c["args"], id=i) for c, i in zip(held, ids, strict=True)]
         submission = await s.gate.asubmit_checked(
             calls, verdicts, ctx, reattach=False, request_id=paused.request_id
         )

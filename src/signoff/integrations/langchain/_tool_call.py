@@ -113,7 +113,10 @@ def _recover(
         )
     ai = _message_of(request, call["id"] or "")
     ctx = step_context(s.gate, place, request.state.get("messages", []), ai or AIMessage(""))
-    verdict = s.gate.check(ToolCall(call["name"], call["args"], id=call_id), ctx)
+    checked = ToolCall(call["name"], call["args"], id=call_id)
+    verdict = s.gate.check(checked, ctx)
+    if verdict.judge_pending:
+        verdict = yield Io(s.gate.ajudge(checked, ctx, verdict))
     if not verdict.needs_approval:
         return Reviewed(call["name"], call["args"], verdict, ctx)
     if s.mode == "interrupt":

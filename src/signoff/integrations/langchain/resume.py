@@ -21,7 +21,7 @@ from langgraph.types import Command, Interrupt
 from signoff.gate import Gate
 from signoff.integrations.langchain.middleware import SignoffMiddleware
 from signoff.integrations.langchain.shapes import is_signoff_interrupt
-from signoff.model import ApprovalRequest, SignoffError
+from signoff.model import ApprovalRequest, NotFound, SignoffError
 
 
 class NotDecided(SignoffError):
@@ -43,9 +43,13 @@ def resume(
     """
     interrupts = list(agent.get_state(config).interrupts)
     gate = _gate(agent, middleware)
-    decided = {
-        i.id: _stored_decision(gate.wait(i.value["request_id"], timeout)) for i in _ours(interrupts)
-    }
+    try:
+        decided = {
+            i.id: _stored_decision(gate.wait(i.value["request_id"], timeout))
+            for i in _ours(interrupts)
+        }
+    except NotFound as exc:
+        raise _unknown(exc) from None
     return _command(interrupts, decided)
 
 
@@ -59,11 +63,24 @@ async def aresume(
     """Async twin of :func:`resume`."""
     interrupts = list((await agent.aget_state(config)).interrupts)
     gate = _gate(agent, middleware)
-    decided = {
-        i.id: _stored_decision(await gate.await_request(i.value["request_id"], timeout))
-        for i in _ours(interrupts)
-    }
+    try:
+        decided = {
+            i.id: _stored_decision(await gate.await_request(i.value["request_id"], timeout))
+            for i in _ours(interrupts)
+        }
+    except NotFound as exc:
+        raise _unknown(exc) from None
     return _command(interrupts, decided)
+
+
+def _unknown(exc: NotFound) -> SignoffError:
+    return SignoffError(
+        f"{exc}: this process's signoff store does not know the request (the default store "
+        "lives in memory and does not survive a restart), so no decision made elsewhere can "
+        "be waited for. Resume with Command(resume={'decisions': [...]}) — the request is "
+        "rebuilt from the checkpoint and checked again — or give every process the same "
+        "durable store (a policy file with store: sqlite:///… or postgresql://…)."
+    )
 
 
 def pending_request_ids(agent: Any, config: Any) -> list[str]:
