@@ -59,11 +59,14 @@ def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def pending_id(gate: Gate) -> str:
+async def pending_id(gate: Gate, exclude: set[str] | None = None) -> str:
+    """The id of the first pending request not in ``exclude``, as soon as it is stored."""
     with anyio.fail_after(20):
-        while not (found := await gate.alist(status="pending")):
-            await anyio.sleep(0.05)
-    return found[0].id
+        while True:
+            found = [r for r in await gate.alist(status="pending") if r.id not in (exclude or ())]
+            if found:
+                return found[0].id
+            await anyio.sleep(0.01)
 
 
 @ERAS
@@ -91,7 +94,21 @@ async def test_stdio_client_disconnect_cancels_the_pending_request(
     config: Path, gate: Gate
 ) -> None:
     """A client that simply goes away (stdin closed, no cancel sent) withdraws the request."""
+    await _disconnect_while_held(config, gate)
+
+
+@pytest.mark.slow
+async def test_stdio_client_disconnect_stress(config: Path, gate: Gate) -> None:
+    """The disconnect may land at any point after the request is stored (it once landed
+    between storing and holding, and the request stayed pending): it is withdrawn every
+    time."""
+    for _ in range(15):
+        await _disconnect_while_held(config, gate)
+
+
+async def _disconnect_while_held(config: Path, gate: Gate) -> None:
     params = proxy_params(config)
+    before = {r.id for r in await gate.alist()}
     messages = [
         {
             "jsonrpc": "2.0",
@@ -118,7 +135,7 @@ async def test_stdio_client_disconnect_cancels_the_pending_request(
         assert process.stdin is not None
         for message in messages:
             await process.stdin.send((json.dumps(message) + "\n").encode())
-        request_id = await pending_id(gate)
+        request_id = await pending_id(gate, exclude=before)
         await process.stdin.aclose()  # the client is gone: no notifications/cancelled
         with anyio.fail_after(20):
             await process.wait()

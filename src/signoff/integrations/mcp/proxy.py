@@ -39,6 +39,7 @@ from signoff.integrations.mcp.safeguards import (
     notification_failures,
     refusal,
     withdraw,
+    withdrawn_on_cancel,
 )
 from signoff.integrations.mcp.sealed import SealedStates
 from signoff.integrations.mcp.timeouts import warn_if_client_gives_up_first
@@ -150,17 +151,39 @@ class ApprovalProxy:
         call_ctx: CallContext,
     ) -> types.CallToolResult | types.InputRequiredResult:
         try:
-            sub = await self.gate.asubmit_checked([call], [verdict], call_ctx)
+            # Shielded: once stored, the request's id must reach the guard below, or a client
+            # leaving at this moment would leave it pending for a human to approve.
+            with anyio.CancelScope(shield=True):
+                sub = await self.gate.asubmit_checked([call], [verdict], call_ctx)
             assert sub.request is not None
             req = sub.request
-            failures = await notification_failures(self.gate, req) if req.pending else []
         except Exception as exc:
             log.error("cannot record the approval request for %s: %s", call.name, exc)
             return refusal(texts.store_unavailable(call.name, exc), rule=verdict.rule)
+        progress = ProgressChannel(ctx)
+        async with withdrawn_on_cancel(self.gate, req.id, actor=ACTOR, reason=CLIENT_GONE):
+            held = await self._announce_and_hold(ctx, call, req, progress)
+        if not isinstance(held, ApprovalRequest):
+            return held
+        return await self._finish(route, held, call.id, progress, call_ctx)
+
+    async def _announce_and_hold(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        call: ToolCall,
+        req: ApprovalRequest,
+        progress: ProgressChannel,
+    ) -> types.CallToolResult | types.InputRequiredResult | ApprovalRequest:
+        """Check someone was told, then wait for the decision (or ask in the client, 2026)."""
+        try:
+            failures = await notification_failures(self.gate, req) if req.pending else []
+        except Exception as exc:
+            log.error("cannot read the notifications of %s: %s", req.id, exc)
+            await self._withdraw(req.id, "the approval system is unavailable")
+            return refusal(texts.store_unavailable(call.name, exc), request_id=req.id)
         if failures:
             await self._withdraw(req.id, "no approver could be notified")
             return refusal(texts.nobody_notified(call.name, failures), request_id=req.id)
-        progress = ProgressChannel(ctx)
         in_client = req.pending and self._may_ask_in_client(ctx, req)
         if in_client and elicitation.is_modern(ctx):
             await progress.beat(
@@ -172,10 +195,9 @@ class ApprovalProxy:
                 elicitation.APPROVAL_KEY, prompt, elicitation.APPROVAL_SCHEMA, state
             )
         try:
-            req = await self._hold(ctx, req, progress, prompt=in_client)
+            return await self._hold(ctx, req, progress, prompt=in_client)
         except Exception as exc:
             return refusal(texts.store_unavailable(call.name, exc), request_id=req.id)
-        return await self._finish(route, req, call.id, progress, call_ctx)
 
     async def _resume(
         self,
@@ -201,7 +223,8 @@ class ApprovalProxy:
         progress = ProgressChannel(ctx)
         if req.pending:  # dismissed in the client: an out-of-band approver may still decide
             try:
-                req = await self._hold(ctx, req, progress, prompt=False)
+                async with withdrawn_on_cancel(self.gate, req.id, actor=ACTOR, reason=CLIENT_GONE):
+                    req = await self._hold(ctx, req, progress, prompt=False)
             except Exception as exc:
                 return refusal(texts.store_unavailable(params.name, exc), request_id=req.id)
         return await self._finish(route, req, ticket.call_id, progress, call_ctx)
@@ -233,7 +256,6 @@ class ApprovalProxy:
             beat=beat,
             every=self.options.heartbeat_s,
             beside=ask if prompt else None,
-            withdraw=lambda rid: self._withdraw(rid, CLIENT_GONE),
         )
 
     async def _prompt_in_client(
