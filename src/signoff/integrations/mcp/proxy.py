@@ -20,20 +20,21 @@ recorded or announced fails closed: the tool does not run.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.server import ServerRequestContext
 
-from signoff import __version__
 from signoff.gate import Gate, messages
 from signoff.integrations.mcp import elicitation, texts
+from signoff.integrations.mcp.catalog import DEFAULT_TTL, Route
+from signoff.integrations.mcp.link import DEFAULT_CONNECT_TIMEOUT
+from signoff.integrations.mcp.pool import UpstreamPool
 from signoff.integrations.mcp.progress import ProgressChannel
+from signoff.integrations.mcp.relay import client_left
 from signoff.integrations.mcp.safeguards import (
     audit_refusal,
     notification_failures,
@@ -43,7 +44,6 @@ from signoff.integrations.mcp.safeguards import (
 )
 from signoff.integrations.mcp.sealed import SealedStates
 from signoff.integrations.mcp.timeouts import warn_if_client_gives_up_first
-from signoff.integrations.mcp.upstreams import Route, UpstreamPool, UpstreamSpec
 from signoff.integrations.mcp.waiting import hold
 from signoff.model import (
     AlreadyDecided,
@@ -60,6 +60,7 @@ log = logging.getLogger("signoff.mcp")
 
 ACTOR = "signoff-mcp"
 CLIENT_GONE = "the MCP client cancelled the call or disconnected"
+UPSTREAM_GONE = "the MCP server behind the proxy stopped; the call could not run"
 
 
 @dataclass(slots=True)
@@ -75,19 +76,29 @@ class ProxyOptions:
     state_keys: Sequence[bytes | str] | None = None  # share across instances; default per process
     client_wait_s: float | None = None  # the client's tool timeout, for the tier warning
     name: str = "signoff-proxy"
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT  # the upstream handshake
+    per_session: bool = False  # HTTP: one session (thread, upstreams) per client session
+    max_sessions: int = 16
+    listing_ttl_s: float = DEFAULT_TTL
+    upstream_mode: str = "auto"
 
 
 class ApprovalProxy:
     """One client connection's proxy: routes, gates, holds and forwards tool calls."""
 
     def __init__(
-        self, gate: Gate, pool: UpstreamPool, options: ProxyOptions, sealed: SealedStates
+        self,
+        gate: Gate,
+        pool: UpstreamPool,
+        options: ProxyOptions,
+        sealed: SealedStates,
+        thread: str | None = None,
     ) -> None:
         self.gate = gate
         self.pool = pool
         self.options = options
         self.sealed = sealed
-        self.thread = options.thread or new_id("mcp")
+        self.thread = options.thread or thread or new_id("mcp")
         self._contexts: dict[tuple[str | None, str], CallContext] = {}
         self._warned = False
 
@@ -112,10 +123,9 @@ class ApprovalProxy:
             log.warning("tool %s has an unusable inputSchema (%s); not validated", tool.name, exc)
 
     async def _route(self, name: str) -> Route | None:
-        route = self.pool.route(name)
-        if route is None:  # the upstream may have added tools since the last listing
-            await self.list_tools()
-            route = self.pool.route(name)
+        route = await self.pool.route(name)  # lists again once for a name not seen yet
+        if route is not None:
+            self._register(route.listed)
         return route
 
     # ------------------------------------------------------------------ calling
@@ -162,7 +172,7 @@ class ApprovalProxy:
             return refusal(texts.store_unavailable(call.name, exc), rule=verdict.rule)
         progress = ProgressChannel(ctx)
         async with withdrawn_on_cancel(self.gate, req.id, actor=ACTOR, reason=CLIENT_GONE):
-            held = await self._announce_and_hold(ctx, call, req, progress)
+            held = await self._announce_and_hold(ctx, route, call, req, progress)
         if not isinstance(held, ApprovalRequest):
             return held
         return await self._finish(route, held, call.id, progress, call_ctx)
@@ -170,6 +180,7 @@ class ApprovalProxy:
     async def _announce_and_hold(
         self,
         ctx: ServerRequestContext[Any, Any],
+        route: Route,
         call: ToolCall,
         req: ApprovalRequest,
         progress: ProgressChannel,
@@ -195,7 +206,7 @@ class ApprovalProxy:
                 elicitation.APPROVAL_KEY, prompt, elicitation.APPROVAL_SCHEMA, state
             )
         try:
-            return await self._hold(ctx, req, progress, prompt=in_client)
+            return await self._hold(ctx, route, req, progress, prompt=in_client)
         except Exception as exc:
             return refusal(texts.store_unavailable(call.name, exc), request_id=req.id)
 
@@ -224,7 +235,7 @@ class ApprovalProxy:
         if req.pending:  # dismissed in the client: an out-of-band approver may still decide
             try:
                 async with withdrawn_on_cancel(self.gate, req.id, actor=ACTOR, reason=CLIENT_GONE):
-                    req = await self._hold(ctx, req, progress, prompt=False)
+                    req = await self._hold(ctx, route, req, progress, prompt=False)
             except Exception as exc:
                 return refusal(texts.store_unavailable(params.name, exc), request_id=req.id)
         return await self._finish(route, req, ticket.call_id, progress, call_ctx)
@@ -233,30 +244,52 @@ class ApprovalProxy:
     async def _hold(
         self,
         ctx: ServerRequestContext[Any, Any],
+        route: Route,
         req: ApprovalRequest,
         progress: ProgressChannel,
         *,
         prompt: bool,
     ) -> ApprovalRequest:
         """Wait for the first decision with heartbeats (and, 2025 era, an in-client prompt
-        beside it); a client that goes away withdraws the request."""
+        beside it). Each heartbeat also checks that someone can still receive the result:
+        an upstream that is gone, or an HTTP client that went away without cancelling,
+        withdraws the request instead of leaving it for a human."""
         if self.options.client_wait_s is not None and not self._warned:
             self._warned = warn_if_client_gives_up_first(req, self.options.client_wait_s)
+        gone: list[str] = []
 
         async def beat(current: ApprovalRequest) -> None:
+            reason = await self._nobody_to_run_for(ctx, route)
+            if reason:
+                gone.append(reason)
+                scope.cancel()
+                return
             meta = texts.held_meta(self.gate.policy, current)
             await progress.beat(texts.held(self.gate.policy, current), meta)
 
         async def ask() -> None:
             await self._prompt_in_client(ctx, req)
 
-        return await hold(
-            self.gate,
-            req,
-            beat=beat,
-            every=self.options.heartbeat_s,
-            beside=ask if prompt else None,
-        )
+        with anyio.CancelScope() as scope:
+            return await hold(
+                self.gate,
+                req,
+                beat=beat,
+                every=self.options.heartbeat_s,
+                beside=ask if prompt else None,
+            )
+        await self._withdraw(req.id, gone[0])
+        return await self.gate.get(req.id)
+
+    async def _nobody_to_run_for(
+        self, ctx: ServerRequestContext[Any, Any], route: Route
+    ) -> str | None:
+        """Why a held call can no longer run or be received (None: it still can)."""
+        if not await self.pool.link(route.upstream).alive():
+            return UPSTREAM_GONE
+        if await client_left(ctx):
+            return CLIENT_GONE
+        return None
 
     async def _prompt_in_client(
         self, ctx: ServerRequestContext[Any, Any], req: ApprovalRequest
@@ -345,15 +378,9 @@ class ApprovalProxy:
         self, route: Route, args: dict[str, Any], progress: ProgressChannel
     ) -> types.CallToolResult:
         progress.start_relay()
-        try:
-            return await self.pool.call(
-                route, args, progress=progress.relay, timeout=self.options.upstream_timeout_s
-            )
-        except MCPError:
-            raise  # the upstream's own protocol error passes through unchanged
-        except Exception as exc:
-            log.warning("upstream call %s failed: %s", route.listed.name, exc)
-            return refusal(texts.upstream_failed(route.listed.name, exc))
+        return await self.pool.call(
+            route, args, progress=progress.relay, timeout=self.options.upstream_timeout_s
+        )
 
     # ------------------------------------------------------------------ helpers
     def _context(self, ctx: ServerRequestContext[Any, Any], route: Route | None) -> CallContext:
@@ -385,49 +412,3 @@ def _describe(exc: BaseException) -> str:
 def _error_text(result: types.CallToolResult) -> str:
     text = " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
     return (text or "the tool returned an error")[:500]
-
-
-def build_proxy(
-    gate: Gate, upstreams: Sequence[UpstreamSpec], options: ProxyOptions | None = None
-) -> Server[ApprovalProxy]:
-    """The proxy as a low-level MCP server; serve it over stdio, HTTP or in memory."""
-    opts = options or ProxyOptions()
-    sealed = SealedStates(audience=opts.name, keys=opts.state_keys)
-
-    @asynccontextmanager
-    async def lifespan(_server: Server[ApprovalProxy]) -> AsyncIterator[ApprovalProxy]:
-        try:
-            await gate.astart()
-        except Exception as exc:  # serve anyway: gated calls are then refused with a reason
-            log.error(
-                "the store cannot be opened (%s); calls needing approval will be refused", exc
-            )
-        async with AsyncExitStack() as stack:
-            pool = UpstreamPool(upstreams)
-            await pool.connect(stack)
-            proxy = ApprovalProxy(gate, pool, opts, sealed)
-            await proxy.list_tools()
-            yield proxy
-
-    async def on_list_tools(
-        ctx: ServerRequestContext[ApprovalProxy], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await ctx.lifespan_context.list_tools())
-
-    async def on_call_tool(
-        ctx: ServerRequestContext[ApprovalProxy], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        return await ctx.lifespan_context.call_tool(ctx, params)
-
-    server: Server[ApprovalProxy] = Server(
-        opts.name,
-        version=__version__,
-        instructions="Tools behind this server need human sign-off for some calls; a call may "
-        "wait for approval. Rejections and timeouts come back as tool errors with a reason: "
-        "do not retry those calls unchanged.",
-        lifespan=lifespan,
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
-    )
-    server.middleware.append(sealed.boundary)
-    return server

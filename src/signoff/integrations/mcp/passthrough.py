@@ -1,0 +1,139 @@
+"""Everything but ``tools/call``: relayed to the upstream that owns it, unchanged.
+
+Resources (list, read, templates, subscribe/unsubscribe), prompts (list, get), completion,
+``logging/setLevel`` and the client's ``roots/list_changed``. Each handler finds the
+request's proxy session, routes by name or URI through the session's catalog, and asks the
+upstream once; while it runs, the upstream's own requests to the client ride this request's
+stream. An upstream that is down answers with an MCP error naming it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from signoff.integrations.mcp.catalog import UpstreamDown
+from signoff.integrations.mcp.link import UpstreamLink
+from signoff.integrations.mcp.sessions import ProxySession, SessionHub
+
+Ctx = ServerRequestContext[SessionHub, Any]
+
+
+async def _session(ctx: Ctx) -> ProxySession:
+    return await ctx.lifespan_context.session_for(ctx)
+
+
+def _client(link: UpstreamLink) -> Any:
+    client = link.client
+    if client is None:
+        raise UpstreamDown(link.spec.label, link.state.reason or "not connected")
+    return client
+
+
+async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> Any:
+    session = await _session(ctx)
+    return types.ListPromptsResult(prompts=await session.pool.catalog.prompts())
+
+
+async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> Any:
+    session = await _session(ctx)
+    link, name = await session.pool.catalog.prompt_route(params.name)
+    with session.pool.downstream.serving(ctx):
+        return await _client(link).session.get_prompt(name, params.arguments)
+
+
+async def list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> Any:
+    session = await _session(ctx)
+    return types.ListResourcesResult(resources=await session.pool.catalog.resources())
+
+
+async def list_templates(ctx: Ctx, params: types.PaginatedRequestParams | None) -> Any:
+    session = await _session(ctx)
+    templates = await session.pool.catalog.templates()
+    return types.ListResourceTemplatesResult(resource_templates=templates)
+
+
+async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> Any:
+    session = await _session(ctx)
+    link, uri = await session.pool.catalog.resource_route(str(params.uri))
+    with session.pool.downstream.serving(ctx):
+        result = await _client(link).session.read_resource(uri)
+    if uri != str(params.uri):  # a rewritten duplicate: show the client its own URI back
+        contents = [c.model_copy(update={"uri": params.uri}) for c in result.contents]
+        result = result.model_copy(update={"contents": contents})
+    return result
+
+
+async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> Any:
+    session = await _session(ctx)
+    link, uri = await session.pool.catalog.resource_route(str(params.uri))
+    return await _client(link).session.subscribe_resource(uri)
+
+
+async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> Any:
+    session = await _session(ctx)
+    link, uri = await session.pool.catalog.resource_route(str(params.uri))
+    return await _client(link).session.unsubscribe_resource(uri)
+
+
+async def complete(ctx: Ctx, params: types.CompleteRequestParams) -> Any:
+    session = await _session(ctx)
+    catalog = session.pool.catalog
+    ref = params.ref
+    if isinstance(ref, types.PromptReference):
+        link, name = await catalog.prompt_route(ref.name)
+        ref = ref.model_copy(update={"name": name})
+    else:
+        link, uri = await catalog.resource_route(ref.uri)
+        ref = ref.model_copy(update={"uri": uri})
+    return await _client(link).session.complete(
+        ref, params.argument.model_dump(), context_arguments=_context_args(params)
+    )
+
+
+async def set_logging_level(ctx: Ctx, params: types.SetLevelRequestParams) -> Any:
+    session = await _session(ctx)
+    sent = False
+    for link in session.pool.links:
+        if link.client is not None and link.capabilities.logging is not None:
+            await link.client.session.set_logging_level(params.level)
+            sent = True
+    if not sent:
+        raise MCPError(code=types.METHOD_NOT_FOUND, message="no upstream supports logging")
+    return types.EmptyResult()
+
+
+async def roots_changed(ctx: Ctx, params: types.NotificationParams | None) -> None:
+    hub = ctx.lifespan_context
+    session = hub.find(ctx)
+    if session is None:
+        return
+    for link in session.pool.links:
+        if link.client is not None:
+            await link.client.session.send_notification(types.RootsListChangedNotification())
+
+
+def _context_args(params: types.CompleteRequestParams) -> dict[str, str] | None:
+    context = params.context
+    return dict(context.arguments) if context is not None and context.arguments else None
+
+
+def register(server: Server[Any]) -> None:
+    """Add the pass-through handlers (capabilities are mirrored separately)."""
+    server.add_request_handler("prompts/list", types.PaginatedRequestParams, list_prompts)
+    server.add_request_handler("prompts/get", types.GetPromptRequestParams, get_prompt)
+    server.add_request_handler("resources/list", types.PaginatedRequestParams, list_resources)
+    server.add_request_handler(
+        "resources/templates/list", types.PaginatedRequestParams, list_templates
+    )
+    server.add_request_handler("resources/read", types.ReadResourceRequestParams, read_resource)
+    server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
+    server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
+    server.add_request_handler("completion/complete", types.CompleteRequestParams, complete)
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_logging_level)
+    server.add_notification_handler(
+        "notifications/roots/list_changed", types.NotificationParams, roots_changed
+    )
