@@ -4,7 +4,9 @@ Resources (list, read, templates, subscribe/unsubscribe), prompts (list, get), c
 ``logging/setLevel`` and the client's ``roots/list_changed``. Each handler finds the
 request's proxy session, routes by name or URI through the session's catalog, and asks the
 upstream once; while it runs, the upstream's own requests to the client ride this request's
-stream. An upstream that is down answers with an MCP error naming it.
+stream. An upstream that is down answers with an MCP error naming it. (Logging and
+subscriptions are deprecated at 2026-07-28; they are relayed as plain requests for the
+clients and servers that still use them.)
 """
 
 from __future__ import annotations
@@ -70,13 +72,15 @@ async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> An
 async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> Any:
     session = await _session(ctx)
     link, uri = await session.pool.catalog.resource_route(str(params.uri))
-    return await _client(link).session.subscribe_resource(uri)
+    request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+    return await _client(link).session.send_request(request, types.EmptyResult)
 
 
 async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> Any:
     session = await _session(ctx)
     link, uri = await session.pool.catalog.resource_route(str(params.uri))
-    return await _client(link).session.unsubscribe_resource(uri)
+    request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
+    return await _client(link).session.send_request(request, types.EmptyResult)
 
 
 async def complete(ctx: Ctx, params: types.CompleteRequestParams) -> Any:
@@ -99,7 +103,8 @@ async def set_logging_level(ctx: Ctx, params: types.SetLevelRequestParams) -> An
     sent = False
     for link in session.pool.links:
         if link.client is not None and link.capabilities.logging is not None:
-            await link.client.session.set_logging_level(params.level)
+            request = types.SetLevelRequest(params=params)
+            await link.client.session.send_request(request, types.EmptyResult)
             sent = True
     if not sent:
         raise MCPError(code=types.METHOD_NOT_FOUND, message="no upstream supports logging")
