@@ -80,12 +80,12 @@ class Catalog:
 
     async def _items(self, kind: Kind, link: UpstreamLink, fetch: Fetch) -> list[Any]:
         key = (kind, link.name)
+        client = link.client
+        if client is None:  # never a stale listing of a server that cannot be called
+            raise UpstreamDown(link.spec.label, link.state.reason or "not connected")
         found = self._cache.get(key)
         if found is not None and anyio.current_time() - found.fetched < self.ttl:
             return found.items
-        client = link.client
-        if client is None:
-            raise UpstreamDown(link.spec.label, link.state.reason or "not connected")
         items: list[Any] = []
         cursor: str | None = None
         for _ in range(_MAX_PAGES):

@@ -82,12 +82,14 @@ class UpstreamLink:
         hooks: ClientHooks,
         mode: str = "auto",
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        restarts: int = BACKOFF_ATTEMPTS,
         on_restart: Callable[[UpstreamLink], Awaitable[None]] | None = None,
     ) -> None:
         self.spec = spec
         self.hooks = hooks
         self.mode = mode
         self.connect_timeout = connect_timeout
+        self.max_restarts = restarts
         self.on_restart = on_restart
         self.client: Client | None = None
         self.state = LinkState()
@@ -144,7 +146,7 @@ class UpstreamLink:
         await self._session(first=True, task_status=task_status)
         delay = BACKOFF_FIRST
         while not self._closing:
-            if self.state.restarts >= BACKOFF_ATTEMPTS:
+            if self.state.restarts >= self.max_restarts:
                 self.state.gave_up = True
                 self._signal()
                 log.error(

@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from signoff.integrations.mcp import texts
 from signoff.integrations.mcp.catalog import DEFAULT_TTL, Catalog, Route
 from signoff.integrations.mcp.link import (
+    BACKOFF_ATTEMPTS,
     DEFAULT_CONNECT_TIMEOUT,
     UpstreamLink,
     describe,
@@ -51,6 +52,7 @@ class UpstreamPool:
         client_info: types.Implementation | None = None,
         mode: str = "auto",
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        restarts: int = BACKOFF_ATTEMPTS,
         ttl: float = DEFAULT_TTL,
     ) -> None:
         check_names(specs)
@@ -61,6 +63,7 @@ class UpstreamPool:
                 hooks=downstream.hooks(spec.name, client_caps, client_info),
                 mode=mode,
                 connect_timeout=connect_timeout,
+                restarts=restarts,
                 on_restart=self._restarted,
             )
             for spec in specs

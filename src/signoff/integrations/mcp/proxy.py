@@ -31,7 +31,7 @@ from mcp.server import ServerRequestContext
 from signoff.gate import Gate, messages
 from signoff.integrations.mcp import elicitation, texts
 from signoff.integrations.mcp.catalog import DEFAULT_TTL, Route
-from signoff.integrations.mcp.link import DEFAULT_CONNECT_TIMEOUT
+from signoff.integrations.mcp.link import BACKOFF_ATTEMPTS, DEFAULT_CONNECT_TIMEOUT
 from signoff.integrations.mcp.pool import UpstreamPool
 from signoff.integrations.mcp.progress import ProgressChannel
 from signoff.integrations.mcp.relay import client_left
@@ -80,6 +80,7 @@ class ProxyOptions:
     per_session: bool = False  # HTTP: one session (thread, upstreams) per client session
     max_sessions: int = 16
     listing_ttl_s: float = DEFAULT_TTL
+    upstream_restarts: int = BACKOFF_ATTEMPTS  # then the upstream stays down
     upstream_mode: str = "auto"
 
 
@@ -150,6 +151,9 @@ class ApprovalProxy:
             return await self._forward(route, args, ProgressChannel(ctx))
         if verdict.denied:
             return refusal(messages.denied(name, verdict), rule=verdict.rule)
+        link = self.pool.link(route.upstream)
+        if not link.up:  # never ask a human to approve a call that cannot run
+            return refusal(texts.upstream_down(name, link.state.reason or "not connected"))
         return await self._held(ctx, route, call, verdict, call_ctx)
 
     async def _held(

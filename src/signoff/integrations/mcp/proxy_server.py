@@ -82,6 +82,7 @@ def build_proxy(
             client_info=info,
             mode=opts.upstream_mode,
             connect_timeout=opts.connect_timeout_s,
+            restarts=opts.upstream_restarts,
             ttl=opts.listing_ttl_s,
         )
 
