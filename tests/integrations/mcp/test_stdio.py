@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -97,6 +98,29 @@ async def test_stdio_client_disconnect_cancels_the_pending_request(
     await _disconnect_while_held(config, gate)
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_stopping_the_proxy_cancels_its_held_requests(
+    config: Path, gate: Gate, signum: int
+) -> None:
+    params = proxy_params(config)
+    process = await anyio.open_process(
+        [params.command, *params.args], cwd=params.cwd, env=params.env, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert process.stdin is not None
+        for message in _HELD_CALL:
+            await process.stdin.send((json.dumps(message) + "\n").encode())
+        request_id = await pending_id(gate)
+        process.send_signal(signum)
+        with anyio.fail_after(30):
+            await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+    req = await gate.get(request_id)
+    assert req.status == "cancelled" and req.calls[0].resolved_by == "signoff-mcp"
+
+
 @pytest.mark.slow
 async def test_stdio_client_disconnect_stress(config: Path, gate: Gate) -> None:
     """The disconnect may land at any point after the request is stored (it once landed
@@ -109,31 +133,12 @@ async def test_stdio_client_disconnect_stress(config: Path, gate: Gate) -> None:
 async def _disconnect_while_held(config: Path, gate: Gate) -> None:
     params = proxy_params(config)
     before = {r.id for r in await gate.alist()}
-    messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-client", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "delete_file", "arguments": {"path": "c.txt"}},
-        },
-    ]
     process = await anyio.open_process(
         [params.command, *params.args], cwd=params.cwd, env=params.env, stderr=subprocess.DEVNULL
     )
     try:
         assert process.stdin is not None
-        for message in messages:
+        for message in _HELD_CALL:
             await process.stdin.send((json.dumps(message) + "\n").encode())
         request_id = await pending_id(gate, exclude=before)
         await process.stdin.aclose()  # the client is gone: no notifications/cancelled
@@ -145,3 +150,24 @@ async def _disconnect_while_held(config: Path, gate: Gate) -> None:
     req = await gate.get(request_id)
     assert req.status == "cancelled" and req.calls[0].resolved_by == "signoff-mcp"
     assert "disconnected" in (req.calls[0].message or "")
+
+
+_HELD_CALL = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-client", "version": "0"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "delete_file", "arguments": {"path": "c.txt"}},
+    },
+]

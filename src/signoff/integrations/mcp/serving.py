@@ -9,8 +9,10 @@ every request (compared in constant time), on top of the SDK's Host/Origin check
 from __future__ import annotations
 
 import hmac
+import os
 import signal
-from typing import Any, Literal
+import stat
+from typing import Any, Literal, cast
 
 import anyio
 from mcp.server import Server
@@ -55,6 +57,8 @@ async def serve(
 async def _serve_stdio(server: Server[Any]) -> None:
     from mcp.server.stdio import stdio_server
 
+    stdin = cast("anyio.AsyncFile[str] | None", StdinLines.open())
+
     async with anyio.create_task_group() as tg:
 
         async def stop_on_signal() -> None:
@@ -65,9 +69,51 @@ async def _serve_stdio(server: Server[Any]) -> None:
 
         tg.start_soon(stop_on_signal)
         # stdio_server moves fd 1 aside while serving: a stray print cannot corrupt the wire.
-        async with stdio_server() as (read, write):
+        async with stdio_server(stdin=stdin) as (read, write):
             await server.run(read, write, server.create_initialization_options())
         tg.cancel_scope.cancel()
+
+
+class StdinLines:
+    """stdin as lines whose read a stop signal can cancel at once.
+
+    The SDK reads stdin in a worker thread, which cancellation must wait for — until the
+    client's next line, possibly never — so a stopped proxy could not get to withdrawing its
+    held requests. Here a read waits on the event loop (pipes and terminals, on POSIX).
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buffer = b""
+
+    @classmethod
+    def open(cls, fd: int = 0) -> StdinLines | None:
+        """For a pipe, socket or terminal on POSIX; None means: use the SDK's reader."""
+        if os.name != "posix":
+            return None
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            return None
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+            return None
+        return cls(fd)
+
+    def __aiter__(self) -> StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while b"\n" not in self._buffer:
+            await anyio.wait_readable(self.fd)
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                if not self._buffer:
+                    raise StopAsyncIteration
+                line, self._buffer = self._buffer, b""
+                return line.decode("utf-8", errors="replace")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode("utf-8", errors="replace") + "\n"
 
 
 class BearerAuth:
