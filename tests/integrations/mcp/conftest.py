@@ -61,6 +61,7 @@ tools:
   touch: {default: allow}
   big: {default: allow}
   crash: {default: allow}
+  pid: {default: allow}
   a__delete_file:
     default: require_approval
     approvers: {roles: [admin]}

@@ -139,6 +139,11 @@ def add_features(server: MCPServer, events: list[str]) -> None:
         return "x" * size
 
     @server.tool()
+    def pid() -> int:
+        """The server process's id (one upstream process per proxy session)."""
+        return os.getpid()
+
+    @server.tool()
     def crash() -> str:
         """End the server process at once (for restart tests; stdio only)."""
         os._exit(3)
@@ -167,4 +172,9 @@ def add_features(server: MCPServer, events: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    make_upstream()[0].run()  # stdio
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":  # streamable HTTP on a loopback port
+        make_upstream()[0].run("streamable-http", port=int(sys.argv[2]))
+    else:
+        make_upstream()[0].run()  # stdio
