@@ -11,6 +11,7 @@ clients and servers that still use them.)
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
@@ -18,8 +19,11 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from signoff.integrations.mcp.catalog import UpstreamDown
+from signoff.integrations.mcp.gating import PROMPT_TOOL, READ_TOOL
 from signoff.integrations.mcp.link import UpstreamLink
+from signoff.integrations.mcp.safeguards import audit_refusal
 from signoff.integrations.mcp.sessions import ProxySession, SessionHub
+from signoff.model import ToolCall, new_id
 
 Ctx = ServerRequestContext[SessionHub, Any]
 
@@ -42,9 +46,15 @@ async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) ->
 
 async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> Any:
     session = await _session(ctx)
-    link, name = await session.pool.catalog.prompt_route(params.name)
-    with session.pool.downstream.serving(ctx):
-        return await _client(link).session.get_prompt(name, params.arguments)
+
+    async def run(args: dict[str, Any]) -> Any:
+        link, name = await session.pool.catalog.prompt_route(str(args["name"]))
+        with session.pool.downstream.serving(ctx):
+            return await _client(link).session.get_prompt(name, args.get("arguments"))
+
+    args = {"name": params.name, "arguments": dict(params.arguments or {})}
+    decision, key = session.proxy.gating.prompt(params.name)
+    return await _gated(ctx, session, decision, key, PROMPT_TOOL, args, run)
 
 
 async def list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> Any:
@@ -60,13 +70,41 @@ async def list_templates(ctx: Ctx, params: types.PaginatedRequestParams | None) 
 
 async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> Any:
     session = await _session(ctx)
-    link, uri = await session.pool.catalog.resource_route(str(params.uri))
-    with session.pool.downstream.serving(ctx):
-        result = await _client(link).session.read_resource(uri)
-    if uri != str(params.uri):  # a rewritten duplicate: show the client its own URI back
-        contents = [c.model_copy(update={"uri": params.uri}) for c in result.contents]
-        result = result.model_copy(update={"contents": contents})
-    return result
+
+    async def run(args: dict[str, Any]) -> Any:
+        shown = str(args["uri"])
+        link, uri = await session.pool.catalog.resource_route(shown)
+        with session.pool.downstream.serving(ctx):
+            result = await _client(link).session.read_resource(uri)
+        if uri != shown:  # a rewritten duplicate: show the client its own URI back
+            contents = [c.model_copy(update={"uri": shown}) for c in result.contents]
+            result = result.model_copy(update={"contents": contents})
+        return result
+
+    decision, key = session.proxy.gating.resource(str(params.uri))
+    return await _gated(ctx, session, decision, key, READ_TOOL, {"uri": str(params.uri)}, run)
+
+
+async def _gated(
+    ctx: Ctx,
+    session: ProxySession,
+    decision: str,
+    key: str | None,
+    tool: str,
+    args: dict[str, Any],
+    run: Callable[[dict[str, Any]], Awaitable[Any]],
+) -> Any:
+    """Apply the ``mcp:`` section's decision (:mod:`.gating`) before relaying."""
+    if decision == "allow":
+        return await run(args)
+    proxy = session.proxy
+    call = ToolCall(tool, args, id=new_id("mcp"))
+    section = "resources" if tool == READ_TOOL else "prompts"
+    if decision == "deny":
+        reason = f"{tool} {next(iter(args.values()))!s} is denied by mcp.{section} {key!r}"
+        audit_refusal(proxy.gate, call, proxy._context(ctx, None), f"mcp.{section}", reason)
+        raise MCPError(code=types.INVALID_REQUEST, message=f"Refused: {reason}.")
+    return await proxy.gated(ctx, call, run)
 
 
 async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> Any:

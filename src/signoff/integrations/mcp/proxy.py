@@ -20,17 +20,19 @@ recorded or announced fails closed: the tool does not run.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 
 from signoff.gate import Gate, messages
 from signoff.integrations.mcp import elicitation, texts
 from signoff.integrations.mcp.catalog import DEFAULT_TTL, Route
+from signoff.integrations.mcp.gating import Gating
 from signoff.integrations.mcp.link import BACKOFF_ATTEMPTS, DEFAULT_CONNECT_TIMEOUT
 from signoff.integrations.mcp.pool import UpstreamPool
 from signoff.integrations.mcp.progress import ProgressChannel
@@ -57,6 +59,7 @@ from signoff.model import (
 )
 
 log = logging.getLogger("signoff.mcp")
+T = TypeVar("T")
 
 ACTOR = "signoff-mcp"
 CLIENT_GONE = "the MCP client cancelled the call or disconnected"
@@ -100,6 +103,7 @@ class ApprovalProxy:
         self.options = options
         self.sealed = sealed
         self.thread = options.thread or thread or new_id("mcp")
+        self.gating = Gating.from_policy(gate.policy)
         self._contexts: dict[tuple[str | None, str], CallContext] = {}
         self._warned = False
 
@@ -184,10 +188,12 @@ class ApprovalProxy:
     async def _announce_and_hold(
         self,
         ctx: ServerRequestContext[Any, Any],
-        route: Route,
+        route: Route | None,
         call: ToolCall,
         req: ApprovalRequest,
         progress: ProgressChannel,
+        *,
+        in_client_allowed: bool = True,
     ) -> types.CallToolResult | types.InputRequiredResult | ApprovalRequest:
         """Check someone was told, then wait for the decision (or ask in the client, 2026)."""
         try:
@@ -199,7 +205,7 @@ class ApprovalProxy:
         if failures:
             await self._withdraw(req.id, "no approver could be notified")
             return refusal(texts.nobody_notified(call.name, failures), request_id=req.id)
-        in_client = req.pending and self._may_ask_in_client(ctx, req)
+        in_client = in_client_allowed and req.pending and self._may_ask_in_client(ctx, req)
         if in_client and elicitation.is_modern(ctx):
             await progress.beat(
                 texts.held(self.gate.policy, req), texts.held_meta(self.gate.policy, req)
@@ -244,11 +250,60 @@ class ApprovalProxy:
                 return refusal(texts.store_unavailable(params.name, exc), request_id=req.id)
         return await self._finish(route, req, ticket.call_id, progress, call_ctx)
 
+    # ------------------------------------------------------------------ other requests
+    async def gated(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        call: ToolCall,
+        run: Callable[[dict[str, Any]], Awaitable[T]],
+    ) -> T:
+        """A resource read or prompt get the ``mcp:`` section sends to the gate, as a call of
+        a pseudo-tool: allowed or approved → ``run(args)`` once (with edited args after an
+        edit); denied, rejected, expired → an MCP error with the reason."""
+        call_ctx = self._context(ctx, None)
+        try:
+            verdict = self.gate.check(call, call_ctx)
+        except Exception as exc:  # the audit queue refused: fail closed
+            raise _refused(texts.store_unavailable(call.name, exc)) from None
+        if verdict.allowed:
+            self.gate.record_execution(call, call_ctx)
+            return await run(dict(call.args))
+        if verdict.denied:
+            raise _refused(messages.denied(call.name, verdict))
+        try:
+            with anyio.CancelScope(shield=True):
+                sub = await self.gate.asubmit_checked([call], [verdict], call_ctx)
+            assert sub.request is not None
+            req = sub.request
+        except Exception as exc:
+            raise _refused(texts.store_unavailable(call.name, exc)) from None
+        progress = ProgressChannel(ctx)
+        async with withdrawn_on_cancel(self.gate, req.id, actor=ACTOR, reason=CLIENT_GONE):
+            held = await self._announce_and_hold(
+                ctx, None, call, req, progress, in_client_allowed=False
+            )
+        if not isinstance(held, ApprovalRequest):
+            raise _refused(_error_text(held) if isinstance(held, types.CallToolResult) else "")
+        state = held.call(call.id)
+        if not state.runnable:
+            raise _refused(messages.outcome_text(held, state))
+        await self.gate.aclaim(held.id, call.id, actor=ACTOR)
+        args = dict(state.action.args)
+        try:
+            result = await run(args)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await self._ledger(held.id, call.id, _describe(exc))
+            raise
+        await self._ledger(held.id, call.id, None)
+        self.gate.record_execution(ToolCall(call.name, args, id=call.id), call_ctx)
+        return result
+
     # ------------------------------------------------------------------ holding
     async def _hold(
         self,
         ctx: ServerRequestContext[Any, Any],
-        route: Route,
+        route: Route | None,
         req: ApprovalRequest,
         progress: ProgressChannel,
         *,
@@ -286,10 +341,10 @@ class ApprovalProxy:
         return await self.gate.get(req.id)
 
     async def _nobody_to_run_for(
-        self, ctx: ServerRequestContext[Any, Any], route: Route
+        self, ctx: ServerRequestContext[Any, Any], route: Route | None
     ) -> str | None:
         """Why a held call can no longer run or be received (None: it still can)."""
-        if not await self.pool.link(route.upstream).alive():
+        if route is not None and not await self.pool.link(route.upstream).alive():
             return UPSTREAM_GONE
         if await client_left(ctx):
             return CLIENT_GONE
@@ -407,6 +462,10 @@ def _same_call(req: ApprovalRequest, ticket: Any, params: types.CallToolRequestP
     except KeyError:
         return False
     return action.name == params.name and action.args == dict(params.arguments or {})
+
+
+def _refused(text: str) -> MCPError:
+    return MCPError(code=types.INVALID_REQUEST, message=text or "refused by signoff")
 
 
 def _describe(exc: BaseException) -> str:
