@@ -19,6 +19,7 @@ pass-through at ~0.4-0.7 ms in-process and ~3-4 ms for the stdio hop.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import statistics
@@ -145,6 +146,10 @@ def _listening(port: int, process: subprocess.Popen[bytes]) -> None:
 
 async def _http(directory: Path, n: int, warmup: int) -> dict[str, Any]:
     from mcp import Client
+
+    # httpx2 logs every request at INFO (and importing MCPServer configured INFO logging):
+    # measure the calls, not the console.
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
 
     config = directory / "signoff.yaml"
     config.write_text(POLICY, encoding="utf-8")
