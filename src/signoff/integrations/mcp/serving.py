@@ -79,7 +79,7 @@ class StdinLines:
 
     The SDK reads stdin in a worker thread, which cancellation must wait for — until the
     client's next line, possibly never — so a stopped proxy could not get to withdrawing its
-    held requests. Here a read waits on the event loop (pipes and terminals, on POSIX).
+    held requests. Here a read waits on the event loop (pipes and sockets, on POSIX).
     """
 
     def __init__(self, fd: int) -> None:
@@ -88,15 +88,15 @@ class StdinLines:
 
     @classmethod
     def open(cls, fd: int = 0) -> StdinLines | None:
-        """For a pipe, socket or terminal on POSIX; None means: use the SDK's reader."""
+        """For a pipe or socket on POSIX (what clients use); None: use the SDK's reader."""
         if os.name != "posix":
             return None
         try:
             mode = os.fstat(fd).st_mode
         except OSError:
             return None
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
-            return None
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            return None  # a file, /dev/null, a terminal: epoll may refuse them
         return cls(fd)
 
     def __aiter__(self) -> StdinLines:
