@@ -29,6 +29,7 @@ from mcp.client.session import (
 )
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff.integrations.mcp.upstreams import UpstreamError, UpstreamSpec, without_query
 
@@ -105,6 +106,12 @@ class UpstreamLink:
         return self.client is not None
 
     @property
+    def modern(self) -> bool:
+        """Whether the upstream speaks 2026-07-28 (or later)."""
+        client = self.client
+        return client is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
     def capabilities(self) -> types.ServerCapabilities:
         return self.client.server_capabilities if self.client else types.ServerCapabilities()
 
@@ -123,7 +130,7 @@ class UpstreamLink:
         client = self.client
         if client is None:
             return False
-        if client.protocol_version >= "2026":
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return True  # no ping at 2026-07-28; a dead peer shows on the next request
         try:
             with anyio.fail_after(PING_TIMEOUT):
