@@ -148,6 +148,8 @@ class ApprovalProxy:
             return refusal(texts.unknown_tool(name, self.pool.tool_names), rule="mcp.unknown_tool")
         try:
             verdict = self.gate.check(call, call_ctx)
+            if verdict.judge_pending:  # an intent judge answers before anything runs
+                verdict = await self.gate.ajudge(call, call_ctx, verdict)
         except Exception as exc:  # the audit queue refused: fail closed
             return refusal(texts.store_unavailable(name, exc), rule="store")
         if verdict.allowed:
@@ -263,6 +265,8 @@ class ApprovalProxy:
         call_ctx = self._context(ctx, None)
         try:
             verdict = self.gate.check(call, call_ctx)
+            if verdict.judge_pending:
+                verdict = await self.gate.ajudge(call, call_ctx, verdict)
         except Exception as exc:  # the audit queue refused: fail closed
             raise _refused(texts.store_unavailable(call.name, exc)) from None
         if verdict.allowed:
