@@ -119,7 +119,7 @@ async def submit_checked(
     sub.request, sub.created = stored, created
     if not created:
         return sub
-    gate.sweeper.poke()
+    gate.sweeper.poke(stored.due_at)
     if not gate.interactive:
         message = "no human is available to approve (non-interactive mode)"
         sub.request = await _system_resolve(gate, stored, "rejected", "non-interactive", message)
