@@ -27,7 +27,6 @@ import os
 import secrets
 import sqlite3
 import threading
-import time
 import weakref
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -101,7 +100,10 @@ class SQLiteStore:
         self._waiters = Waiters()
         self._listeners = Listeners()
         self._writer = WriterThread(
-            self._open_writer, self._write_audit_batch, name=f"signoff-sqlite-writer:{self.path}"
+            self._open_writer,
+            self._write_audit_batch,
+            name=f"signoff-sqlite-writer:{self.path}",
+            errors=functools.partial(sqlite_errors, self.path),
         )
         self._reader: ThreadPoolExecutor | None = None
         self._reader_conn: sqlite3.Connection | None = None
@@ -117,7 +119,7 @@ class SQLiteStore:
         self._started: Future[None] | None = None
         self._closed = False
         self._atexit: Callable[[], None] | None = None
-        self._counters = {"transactions": 0, "txn_seconds": 0.0, "cross_process_wakes": 0}
+        self._counters = {"cross_process_wakes": 0}
         self._quarantine_log = QuarantineLog()
         self.triggers_recreated: tuple[str, ...] = ()  # audit triggers the last open restored
 
@@ -218,23 +220,18 @@ class SQLiteStore:
             return job(self._reader_conn)
 
     def _transaction(self, conn: sqlite3.Connection, doing: str, body: Callable[[], T]) -> T:
-        """``BEGIN IMMEDIATE`` … ``COMMIT`` around ``body``; any error rolls back and re-raises."""
-        started = time.perf_counter()
+        """Run ``body`` as (part of) a writer job: inside the group's ``BEGIN IMMEDIATE``, in
+        the job's savepoint (see :mod:`._sqlite_group`), so an error rolls back this job
+        alone; sqlite3 errors become a :class:`StoreError` saying what was being done."""
         with sqlite_errors(self.path, doing):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = body()
-                if conn.in_transaction:
-                    conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        self._counters["transactions"] += 1
-        self._counters["txn_seconds"] += time.perf_counter() - started
-        return result
+            return body()
 
     def _after_commit(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
+        """From a writer job: wake waiters and listeners once the change is committed."""
+        if request.terminal or self._listeners:
+            self._writer.after_commit(functools.partial(self._committed, request, events))
+
+    def _committed(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
         if request.terminal:
             self._waiters.wake(request)
         if self._listeners:
@@ -249,7 +246,7 @@ class SQLiteStore:
     ) -> tuple[ApprovalRequest, bool]:
         prints = fingerprints(request)
 
-        def job(conn: sqlite3.Connection) -> tuple[ApprovalRequest, bool]:
+        def job(conn: sqlite3.Connection) -> tuple[Read, bool]:
             def body() -> tuple[Read, bool]:
                 stored = rows.stored_calls(conn, request.thread, prints)
                 existing = existing_request_id(request, prints, stored)
@@ -264,19 +261,20 @@ class SQLiteStore:
                 return request, True
 
             stored, created = self._transaction(conn, "storing a request", body)
-            if isinstance(stored, Unreadable):
-                raise self._unreadable(stored, "storing a request")
             if created:
                 self._after_commit(request, events)
             return stored, created
 
-        return await self._write(job)
+        stored, created = await self._write(job)
+        if isinstance(stored, Unreadable):  # raised once its quarantine mark is committed
+            raise self._unreadable(stored, "storing a request")
+        return stored, created
 
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
         """Run ``mutate`` on the writer thread, inside ``BEGIN IMMEDIATE``: keep it pure and quick
         (every other write in every process waits for it)."""
 
-        def job(conn: sqlite3.Connection) -> Transition:
+        def job(conn: sqlite3.Connection) -> Transition | Unreadable:
             def body() -> Transition | Unreadable:
                 found = rows.read_one(conn, request_id)
                 if found is None:
@@ -287,9 +285,7 @@ class SQLiteStore:
                 old_version = current.version
                 transition = mutate(current)
                 if not transition.changed:
-                    if not found[1]:  # (a released quarantine mark is committed)
-                        conn.execute("ROLLBACK")
-                    return transition
+                    return transition  # (a released quarantine mark is committed)
                 new = transition.request
                 if new.id != request_id:
                     raise StoreError(f"a mutation turned request {request_id} into {new.id}")
@@ -302,13 +298,14 @@ class SQLiteStore:
                 return transition
 
             transition = self._transaction(conn, "updating a request", body)
-            if isinstance(transition, Unreadable):
-                raise self._unreadable(transition, "updating a request")
-            if transition.changed:
+            if not isinstance(transition, Unreadable) and transition.changed:
                 self._after_commit(transition.request, transition.events)
             return transition
 
-        return await self._write(job)
+        transition = await self._write(job)
+        if isinstance(transition, Unreadable):  # raised once its quarantine mark is committed
+            raise self._unreadable(transition, "updating a request")
+        return transition
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         found = await self._read(lambda c: rows.read_one(c, request_id), "reading a request")
@@ -668,15 +665,9 @@ class SQLiteStore:
     async def check_writable(self) -> None:
         """Rewrite the header's user_version with its own value: a real write, no change."""
 
-        def probe(conn: sqlite3.Connection) -> None:
+        def probe(conn: sqlite3.Connection) -> None:  # committed with its group
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute(f"PRAGMA user_version = {int(version)}")
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            conn.execute(f"PRAGMA user_version = {int(version)}")
 
         try:
             await self._write(probe)
@@ -744,15 +735,18 @@ class SQLiteStore:
         return await asyncio.to_thread(check_file, self.path, self.url, self.busy_timeout_ms)
 
     def stats(self) -> dict[str, Any]:
-        transactions = self._counters["transactions"]
+        writer = self._writer
+        groups, jobs = writer.groups, writer.group_jobs
         return {
             "backend": "sqlite",
             "path": self.path,
             "synchronous": self.synchronous,
-            "transactions": transactions,
-            "mean_transaction_ms": round(1000 * self._counters["txn_seconds"] / transactions, 3)
-            if transactions
-            else None,
+            # one transaction per group commit; writer time includes its COMMIT (the fsync)
+            "transactions": groups,
+            "jobs": jobs,
+            "mean_transaction_ms": round(1000 * writer.busy_s / groups, 3) if groups else None,
+            "writer_ms_per_job": round(1000 * writer.busy_s / jobs, 3) if jobs else None,
+            "mean_group_size": round(jobs / groups, 2) if groups else None,
             "audit_queued": self._writer.queued_audit,
             "audit_batches": self._writer.batches,
             "audit_batched_events": self._writer.batched_events,
