@@ -118,16 +118,20 @@ class Group:
                 outcome.after = []
 
     def commit(self) -> bool:
-        """COMMIT, then answer every caller; False when nothing of the group was written."""
-        committed = True
-        if self.conn.in_transaction:
-            try:
-                with self._errors("committing"):
-                    self.conn.execute("COMMIT")
-            except BaseException as exc:
-                self._rollback()
-                self._lose(exc)
-                committed = False
+        """COMMIT; False when nothing of the group was written. Answers nobody yet."""
+        if not self.conn.in_transaction:
+            return True
+        try:
+            with self._errors("committing"):
+                self.conn.execute("COMMIT")
+        except BaseException as exc:
+            self._rollback()
+            self._lose(exc)
+            return False
+        return True
+
+    def answer(self) -> None:
+        """After :meth:`commit`: run the committed jobs' callbacks, answer every caller."""
         for outcome in self._outcomes:
             if outcome.error is not None:
                 outcome.fut.set_exception(outcome.error)
@@ -138,7 +142,6 @@ class Group:
                 except Exception:  # a committed change stays committed and answered
                     log.exception("an after-commit callback raised")
             outcome.fut.set_result(outcome.result)
-        return committed
 
     @property
     def jobs(self) -> int:

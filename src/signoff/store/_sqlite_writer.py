@@ -227,9 +227,10 @@ class WriterThread:
             self._group = None
             self._batch_error = None
             group.commit()
-        self.groups += 1
-        self.group_jobs += group.jobs
-        self.busy_s += time.perf_counter() - started
+            self.groups += 1
+            self.group_jobs += group.jobs
+            self.busy_s += time.perf_counter() - started
+            group.answer()
         if batch:
             self._settle_batch(batch, audited.exception(), final)
 
