@@ -144,5 +144,10 @@ class Group:
             outcome.fut.set_result(outcome.result)
 
     @property
+    def succeeded(self) -> bool:
+        """Some job's work is in the database (once :meth:`commit` returned True)."""
+        return any(outcome.error is None for outcome in self._outcomes)
+
+    @property
     def jobs(self) -> int:
         return len(self._outcomes)

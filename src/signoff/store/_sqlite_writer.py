@@ -50,6 +50,7 @@ class WriterThread:
         *,
         name: str,
         errors: Errors,
+        on_commit: Callable[[], None] = lambda: None,
         batch_interval_s: float = 0.1,
         batch_max: int = 1000,
         group_max: int = 256,
@@ -57,6 +58,7 @@ class WriterThread:
         self._connect = connect
         self._write_batch = write_batch
         self._errors = errors
+        self._on_commit = on_commit  # after each COMMIT that wrote something, before answering
         self._group_max = group_max
         self._group: Group | None = None  # the group running on the thread, if any
         self._batch_error: BaseException | None = None  # of the running group's audit batch
@@ -226,13 +228,20 @@ class WriterThread:
         finally:
             self._group = None
             self._batch_error = None
-            group.commit()
+            if group.commit() and group.succeeded:
+                self._ring()
             self.groups += 1
             self.group_jobs += group.jobs
             self.busy_s += time.perf_counter() - started
             group.answer()
         if batch:
             self._settle_batch(batch, audited.exception(), final)
+
+    def _ring(self) -> None:
+        try:
+            self._on_commit()
+        except Exception:  # a hint for other processes; their watchers still poll
+            log.exception("the after-commit hook raised")
 
     def _flushed(self, conn: sqlite3.Connection) -> None:
         """The flush job: its group carries every queued event; fail if they failed."""

@@ -4,10 +4,12 @@ Three threads, each with its own connection:
 
 * the **writer** (:mod:`._sqlite_writer`) runs every write transaction whole, as one job,
   with ``BEGIN IMMEDIATE`` (so other processes writing the same file queue behind the busy
-  timeout instead of failing on a lock upgrade), and group-commits ``audit_nowait`` events;
+  timeout instead of failing on a lock upgrade), group-commits the jobs queued together (a
+  savepoint each, one fsync for all: :mod:`._sqlite_group`) and ``audit_nowait`` events, and
+  rings the other processes' doorbells after each commit (:mod:`._sqlite_wake`);
 * the **reader** serves reads, so an inbox listing never waits behind an fsync;
 * the **watcher** (:mod:`._sqlite_watcher`) exists only while someone waits or listens, and
-  wakes them when *another process* commits to the file.
+  wakes them when *another process* commits to the file (woken by its doorbell).
 
 In-process waiters are woken by the writer right after the COMMIT that made their request
 terminal. Every method can be awaited from any event loop.
@@ -52,6 +54,7 @@ from signoff.store._idempotency import existing_request_id, fingerprints
 from signoff.store._quarantine import QuarantineLog, Read, Unreadable, split, to_request
 from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
+from signoff.store._sqlite_wake import Doorbell
 from signoff.store._sqlite_watcher import DataVersionWatcher
 from signoff.store._sqlite_writer import WriterThread
 from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
@@ -99,11 +102,13 @@ class SQLiteStore:
         self.origin = f"{os.getpid()}-{secrets.token_hex(4)}"
         self._waiters = Waiters()
         self._listeners = Listeners()
+        self._doorbell = Doorbell(self.path)
         self._writer = WriterThread(
             self._open_writer,
             self._write_audit_batch,
             name=f"signoff-sqlite-writer:{self.path}",
             errors=functools.partial(sqlite_errors, self.path),
+            on_commit=self._doorbell.ring,
         )
         self._reader: ThreadPoolExecutor | None = None
         self._reader_conn: sqlite3.Connection | None = None
@@ -113,6 +118,7 @@ class SQLiteStore:
             self._watch_wanted,
             interval_s=wake_interval_s,
             name=f"signoff-sqlite-watcher:{self.path}",
+            doorbell=self._doorbell,
         )
         self._audit_cursor: int | None = None
         self._state_lock = threading.Lock()
@@ -753,6 +759,9 @@ class SQLiteStore:
             "waiters": len(self._waiters),
             "watcher_running": self._watcher.running,
             "data_version_checks": self._watcher.checks,
+            "doorbell": self._watcher.doorbell_works,
+            "doorbell_wakes": self._watcher.rung,
+            "doorbell_rings": self._doorbell.rings,
             "cross_process_wakes": self._counters["cross_process_wakes"],
         }
 
