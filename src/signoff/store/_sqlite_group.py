@@ -24,6 +24,8 @@ restore.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -40,9 +42,55 @@ Job = Callable[[sqlite3.Connection], Any]
 Errors = Callable[[str], AbstractContextManager[None]]
 
 
+@dataclass(frozen=True, slots=True)
+class LoopReply:
+    """The asyncio future of a caller on ``loop``. A group answers all of one loop's callers
+    with one ``call_soon_threadsafe`` (one wake-up of that loop, not one per job)."""
+
+    loop: asyncio.AbstractEventLoop
+    fut: asyncio.Future[Any]
+
+
+Reply = Future[Any] | LoopReply
+
+
+def start(reply: Reply) -> bool:
+    """False when the caller gave up before the job started (then it does not run)."""
+    if isinstance(reply, LoopReply):
+        return not reply.fut.done()  # read across threads: at worst the job runs unawaited
+    return reply.set_running_or_notify_cancel()
+
+
+def answer(replies: list[tuple[Reply, Any, BaseException | None]]) -> None:
+    """Set every reply; one hop into each event loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Reply, Any, BaseException | None]]] = {}
+    for item in replies:
+        reply = item[0]
+        if isinstance(reply, LoopReply):
+            by_loop.setdefault(reply.loop, []).append(item)
+        elif item[2] is not None:
+            reply.set_exception(item[2])
+        else:
+            reply.set_result(item[1])
+    for loop, items in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(_settle, items)
+
+
+def _settle(items: list[tuple[Reply, Any, BaseException | None]]) -> None:
+    for reply, result, error in items:
+        assert isinstance(reply, LoopReply)
+        if reply.fut.done():
+            continue
+        if error is not None:
+            reply.fut.set_exception(error)
+        else:
+            reply.fut.set_result(result)
+
+
 @dataclass(slots=True)
 class _Outcome:
-    fut: Future[Any]
+    fut: Reply
     result: Any = None
     error: BaseException | None = None
     after: list[Callable[[], None]] = field(default_factory=list)
@@ -63,10 +111,10 @@ class Group:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
         self._running.after.append(callback)
 
-    def run(self, job: Job, fut: Future[Any]) -> BaseException | None:
-        """Run ``job`` in a savepoint; its caller is answered by :meth:`commit`. Returns the
+    def run(self, job: Job, fut: Reply) -> BaseException | None:
+        """Run ``job`` in a savepoint; its caller is answered by :meth:`answer`. Returns the
         job's error, if it failed."""
-        if not fut.set_running_or_notify_cancel():
+        if not start(fut):
             return None  # the caller gave up before we started: do nothing
         outcome = _Outcome(fut)
         self._outcomes.append(outcome)
@@ -132,16 +180,16 @@ class Group:
 
     def answer(self) -> None:
         """After :meth:`commit`: run the committed jobs' callbacks, answer every caller."""
+        replies: list[tuple[Reply, Any, BaseException | None]] = []
         for outcome in self._outcomes:
-            if outcome.error is not None:
-                outcome.fut.set_exception(outcome.error)
-                continue
-            for callback in outcome.after:
-                try:
-                    callback()
-                except Exception:  # a committed change stays committed and answered
-                    log.exception("an after-commit callback raised")
-            outcome.fut.set_result(outcome.result)
+            if outcome.error is None:
+                for callback in outcome.after:
+                    try:
+                        callback()
+                    except Exception:  # a committed change stays committed and answered
+                        log.exception("an after-commit callback raised")
+            replies.append((outcome.fut, outcome.result, outcome.error))
+        answer(replies)
 
     @property
     def succeeded(self) -> bool:

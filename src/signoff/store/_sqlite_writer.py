@@ -21,6 +21,7 @@ retry delay.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import threading
@@ -31,7 +32,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from signoff.model import AuditEvent, StoreError
-from signoff.store._sqlite_group import Errors, Group
+from signoff.store._sqlite_group import Errors, Group, LoopReply, Reply, answer
 
 log = logging.getLogger("signoff.store")
 
@@ -66,7 +67,7 @@ class WriterThread:
         self._interval = batch_interval_s
         self._batch_max = batch_max
         self._cond = threading.Condition(threading.Lock())
-        self._jobs: deque[tuple[Job, Future[Any]]] = deque()
+        self._jobs: deque[tuple[Job, Reply]] = deque()
         self._audit: deque[AuditEvent] = deque()
         self._audit_due = 0.0
         self._armed = False  # the writer knows events are queued and when to commit them
@@ -91,12 +92,22 @@ class WriterThread:
 
     def submit(self, job: Callable[[sqlite3.Connection], T]) -> Future[T]:
         fut: Future[T] = Future()
+        self._queue(job, fut)
+        return fut
+
+    async def run(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        """``submit`` for a caller on an event loop, answered straight into that loop."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+        self._queue(job, LoopReply(loop, fut))
+        return await fut
+
+    def _queue(self, job: Job, reply: Reply) -> None:
         with self._cond:
             if self._stopping:
                 raise self._refusal()
-            self._jobs.append((job, fut))
+            self._jobs.append((job, reply))
             self._cond.notify()
-        return fut
 
     def queue_audit(self, event: AuditEvent) -> None:
         if self._stopping:
@@ -164,8 +175,7 @@ class WriterThread:
                 self._failure = str(exc)
                 pending, self._jobs = list(self._jobs), deque()
             self._ready.set_exception(exc)
-            for _, fut in pending:
-                fut.set_exception(self._refusal())
+            answer([(reply, None, self._refusal()) for _, reply in pending])
             return
         self._ready.set_result(None)
         try:
@@ -183,7 +193,7 @@ class WriterThread:
             if done:
                 return
 
-    def _next(self) -> tuple[list[tuple[Job, Future[Any]]], list[AuditEvent], bool]:
+    def _next(self) -> tuple[list[tuple[Job, Reply]], list[AuditEvent], bool]:
         """The next group: every queued job (up to ``group_max``) and, when due or worth
         sharing the jobs' fsync, every queued audit event; and whether it is the last."""
         with self._cond:
@@ -196,7 +206,7 @@ class WriterThread:
                     # Disarm before looking: a producer appends, then reads _armed, so an event
                     # we do not see here finds the timer disarmed and arms it again.
                     self._armed = False
-                jobs: list[tuple[Job, Future[Any]]] = []
+                jobs: list[tuple[Job, Reply]] = []
                 while self._jobs and len(jobs) < self._group_max:
                     jobs.append(self._jobs.popleft())
                 share = bool(jobs) and (
@@ -212,7 +222,7 @@ class WriterThread:
     def _commit_group(
         self,
         conn: sqlite3.Connection,
-        jobs: list[tuple[Job, Future[Any]]],
+        jobs: list[tuple[Job, Reply]],
         batch: list[AuditEvent],
         final: bool,
     ) -> None:

@@ -208,7 +208,7 @@ class SQLiteStore:
     # ---------------------------------------------------------------- thread hops
     async def _write(self, job: Callable[[sqlite3.Connection], T]) -> T:
         await self._ready()
-        return await asyncio.wrap_future(self._writer.submit(job))
+        return await self._writer.run(job)
 
     async def _read(self, job: Callable[[sqlite3.Connection], T], doing: str) -> T:
         await self._ready()
