@@ -97,6 +97,24 @@ async def test_a_failing_job_rolls_back_alone(tmp_path: Path) -> None:
         assert [r.request_id for r in await store.read_audit()] == ["a", "b"]
 
 
+async def test_a_failing_job_alone_in_its_group_leaves_nothing(tmp_path: Path) -> None:
+    """A group of one job runs without a savepoint: its failure rolls back the transaction."""
+    async with SQLiteStore(tmp_path / "s.db") as store:
+
+        def half_done(conn: sqlite3.Connection) -> None:
+            bad = make_request(request_id="bad", thread="bad")
+            rows.insert_request(conn, bad, {"call-1": "x"})
+            rows.insert_audit(conn, created_events(bad), store.origin)
+            raise RuntimeError("the job failed after writing")
+
+        with pytest.raises(RuntimeError, match="failed after writing"):
+            await store._write(half_done)
+        assert await store.get_request("bad") is None
+        assert (await new_request(store, "next"))[1]
+        assert [r.request_id for r in await store.read_audit()] == ["next"]
+        assert (await store.verify_audit()).ok
+
+
 async def test_a_group_sqlite_rolls_back_answers_nobody_with_success(tmp_path: Path) -> None:
     """A full disk rolls back the whole transaction, not one statement: the jobs before it in
     the group are answered with the error, their waiters are not woken, and the next job

@@ -6,7 +6,8 @@ Python costs. The writer instead runs every job it finds queued inside one ``BEG
 COMMIT``:
 
 * each job runs in a ``SAVEPOINT``: a job that raises rolls back alone (``ROLLBACK TO``) and
-  the others still commit;
+  the others still commit (a group of one job needs none: its failure rolls back the
+  transaction, which holds nothing else);
 * each caller is answered only after the ``COMMIT`` covering its job returned (after the
   fsync): a process killed mid-group has answered nobody in it, and the WAL drops the whole
   uncommitted group on the next open;
@@ -99,9 +100,10 @@ class _Outcome:
 class Group:
     """Runs jobs in savepoints of one transaction; :meth:`commit` answers them all."""
 
-    def __init__(self, conn: sqlite3.Connection, errors: Errors) -> None:
+    def __init__(self, conn: sqlite3.Connection, errors: Errors, *, alone: bool = False) -> None:
         self.conn = conn
         self._errors = errors
+        self._savepoints = not alone  # ``alone``: this group will run exactly one job
         self._outcomes: list[_Outcome] = []
         self._running: _Outcome | None = None
 
@@ -122,14 +124,16 @@ class Group:
             if not self.conn.in_transaction:  # the first job, or SQLite ended the group
                 with self._errors("starting a write transaction"):
                     self.conn.execute("BEGIN IMMEDIATE")
-            self.conn.execute("SAVEPOINT job")
+            if self._savepoints:
+                self.conn.execute("SAVEPOINT job")
         except BaseException as exc:
             outcome.error = exc
             return exc
         self._running = outcome
         try:
             outcome.result = job(self.conn)
-            self.conn.execute("RELEASE job")
+            if self._savepoints:
+                self.conn.execute("RELEASE job")
         except BaseException as exc:
             outcome.error, outcome.after = exc, []
             self._undo(exc)
@@ -138,6 +142,9 @@ class Group:
         return outcome.error
 
     def _undo(self, exc: BaseException) -> None:
+        if not self._savepoints:
+            self._rollback()  # the job was the whole transaction
+            return
         if self.conn.in_transaction:
             try:
                 self.conn.execute("ROLLBACK TO job")

@@ -227,7 +227,7 @@ class WriterThread:
         final: bool,
     ) -> None:
         started = time.perf_counter()
-        group = Group(conn, self._errors)
+        group = Group(conn, self._errors, alone=len(jobs) + bool(batch) == 1)
         self._group = group
         audited: Future[None] = Future()
         try:
