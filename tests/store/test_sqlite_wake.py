@@ -118,8 +118,9 @@ async def test_without_a_doorbell_the_watcher_polls_data_version(tmp_path: Path)
             await asyncio.sleep(0.001)
         await decide(other, rid, decision())  # another connection: only data_version tells
         assert (await asyncio.wait_for(waiter, 60)).status == "resolved"
-        assert waiting.stats()["doorbell"] is False
-        assert waiting.stats()["cross_process_wakes"] == 1
+        stats = waiting.stats()
+        assert stats["doorbell"] is False
+        assert stats["data_version_checks"] >= 1  # polled (a first read may see it first)
 
 
 def test_a_database_path_too_long_for_a_socket_uses_a_short_directory(tmp_path: Path) -> None:
