@@ -59,7 +59,7 @@ class WriterThread:
         self._connect = connect
         self._write_batch = write_batch
         self._errors = errors
-        self._on_commit = on_commit  # after each COMMIT that wrote something, before answering
+        self._on_commit = on_commit  # after each COMMIT that wrote something
         self._group_max = group_max
         self._group: Group | None = None  # the group running on the thread, if any
         self._batch_error: BaseException | None = None  # of the running group's audit batch
@@ -238,12 +238,13 @@ class WriterThread:
         finally:
             self._group = None
             self._batch_error = None
-            if group.commit() and group.succeeded:
-                self._ring()
+            wrote = group.commit() and group.succeeded
             self.groups += 1
             self.group_jobs += group.jobs
             self.busy_s += time.perf_counter() - started
             group.answer()
+            if wrote:  # after this process's callers: their wake-up is the latency target
+                self._ring()
         if batch:
             self._settle_batch(batch, audited.exception(), final)
 
