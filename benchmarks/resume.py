@@ -308,7 +308,8 @@ def rows(result: dict[str, Any]) -> list[Row]:
             f"{fmt(every['median'], 'ms', 1)} / {fmt(every['p99'], 'ms', 1)}",
             f"≤ 5 ms / ≤ 20 ms: {mark(met[CROSS_PROCESS_TARGET.describe()])} / "
             f"{mark(met[CROSS_PROCESS_P99_TARGET.describe()])}",
-            "decide call start → the last of them resumes",
+            "decide call start → the last of them resumes; the decide call itself "
+            f"{fmt(c['decide_call_in_worker_ms']['median'], 'ms', 1)}",
         )
     )
     for name, ms in POLLING_PEERS_MS.items():
