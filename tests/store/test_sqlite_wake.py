@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from signoff.store import SQLiteStore
 from signoff.store._sqlite_wake import wake_dir
 from tests.store.factories import created_events, decide, decision, make_request, subprocess_env
@@ -136,3 +138,18 @@ def test_a_database_path_too_long_for_a_socket_uses_a_short_directory(tmp_path: 
 def test_beside_the_database_when_the_path_is_short(tmp_path: Path) -> None:
     db = Path("/tmp") / "s.db"
     assert wake_dir(str(db)) == os.path.realpath(db) + "-wake"
+
+
+async def test_a_doorbell_that_cannot_be_bound_is_reported_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "s.db"
+    Path(wake_dir(str(db))).write_text("not a directory")
+    async with SQLiteStore(db, wake_interval_s=0.01) as store:
+        rid = await pending(store)
+        for _ in range(2):  # the watcher starts, stops when nobody waits, starts again
+            await store.wait(rid, timeout=0.05)
+            while store.stats()["watcher_running"]:
+                await asyncio.sleep(0.01)
+    falls_back = [r for r in caplog.records if "falls back to polling" in r.getMessage()]
+    assert len(falls_back) == 1

@@ -59,6 +59,7 @@ class Doorbell:
         self._sender.setblocking(False)
         self._listing: tuple[int, list[str]] = (-1, [])  # (directory mtime, peer paths)
         self._lock = threading.Lock()
+        self._unusable = False
         self.rings = 0
         self.stale_removed = 0
 
@@ -66,7 +67,7 @@ class Doorbell:
     def listen(self) -> socket.socket | None:
         """Bind this store's socket (once); None when the doorbell cannot work here."""
         with self._lock:
-            if self._sock is not None:
+            if self._sock is not None or self._unusable:
                 return self._sock
             path = os.path.join(self.dir, f"{os.getpid()}-{secrets.token_hex(4)}.s")
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -76,6 +77,7 @@ class Doorbell:
                 sock.setblocking(False)
             except OSError as exc:
                 sock.close()
+                self._unusable = True  # said once; polling from now on
                 log.warning(
                     "cross-process wake-up falls back to polling: cannot bind a socket in %s (%s)",
                     self.dir,
