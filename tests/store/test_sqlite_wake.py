@@ -78,6 +78,25 @@ async def test_a_decision_in_another_process_wakes_every_waiting_process(tmp_pat
         assert store.stats()["doorbell_rings"] >= 3
 
 
+async def test_a_process_that_decides_and_exits_at_once_still_rings(tmp_path: Path) -> None:
+    """Like `signoff approve`: open, decide, close, exit. The ring after the last commit
+    happens before the store closes its doorbell."""
+    db = tmp_path / "s.db"
+    async with SQLiteStore(db) as store:
+        rid = await pending(store)
+    with waiters(db, rid, 1) as (waiter,):
+        decided = subprocess.run(
+            [sys.executable, "-m", "tests.store.decide_once", str(db), rid, "carol"],
+            env=subprocess_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert decided.stdout.strip() == "resolved"
+        assert await asyncio.to_thread(waiter.outcome) == "resolved"
+
+
 async def test_a_dead_waiters_socket_is_removed_by_the_next_ring(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     async with SQLiteStore(db) as store:

@@ -68,8 +68,6 @@ class DataVersionWatcher:
             self._doorbell.interrupt()
         if thread is not None and thread is not threading.current_thread():
             thread.join()
-        if self._doorbell is not None:
-            self._doorbell.close()
 
     def _run(self) -> None:
         try:

@@ -175,6 +175,7 @@ class SQLiteStore:
             self._started = self._writer.start()  # events queued before open: write them
         self._watcher.stop()
         self._writer.stop()
+        self._doorbell.close()  # after the writer: its last commits still ring the others
         if self._reader is not None:
             self._reader.shutdown(wait=True)
         if self._reader_conn is not None:
