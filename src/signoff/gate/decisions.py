@@ -71,6 +71,7 @@ async def decide(
             reroutes=checked.reroutes,
             key=gate.policy.person_key,
             grants=checked.grants,
+            in_place=True,  # the store's private copy
         )
 
     tr = await gate.update(request_id, mutate)

@@ -123,7 +123,7 @@ async def submit_checked(
     sub.request, sub.created = stored, created
     if not created:
         return sub
-    gate.sweeper.poke()
+    gate.sweeper.poke(stored.due_at)
     if not gate.interactive:
         sub.request = await unattended.resolve(gate, stored)
         return sub

@@ -3,6 +3,11 @@
 Every store runs these inside one transaction on the freshest copy of the row, so the rules
 (first valid decision wins, quorum, veto, deadlines, exactly-once execution) are written once
 and hold for SQLite, PostgreSQL and memory alike.
+
+Each function leaves its argument alone and changes a copy — except with ``in_place=True``,
+which the gate passes when the function runs as the mutation of ``Store.update_request``:
+every store hands a mutation a private copy of the row (parsed from it, or copied), so a
+second copy (a pydantic dump/validate, tens of microseconds) would buy nothing.
 """
 
 from __future__ import annotations
@@ -175,8 +180,10 @@ def apply_decisions(
     reroutes: Mapping[str, Reroute] | None = None,
     key: PersonKey = person_key,
     grants: Mapping[str, Grant] | None = None,
+    in_place: bool = False,
 ) -> Transition:
-    """Record ``decisions`` (all by one approver) on a fresh copy of ``req``.
+    """Record ``decisions`` (all by one approver) on a fresh copy of ``req`` (on ``req``
+    itself with ``in_place``: see the module docstring).
 
     People compare by ``key`` (self-approval, quorum distinctness, repeats): NFKC + casefold
     by default; pass ``Policy.person_key`` so a person's ``aliases:`` count as them too.
@@ -205,7 +212,7 @@ def apply_decisions(
             outcome="expired",
             at=req.expires_at,
         )
-    new = req.copy_for_update()
+    new = req if in_place else req.copy_for_update()
     tr = Transition(new)
     seen: set[str] = set()
     for i, d in enumerate(decisions):
@@ -496,12 +503,14 @@ def mark_execution(
     now: datetime,
     error: str | None = None,
     actor: str | None = None,
+    in_place: bool = False,
 ) -> Transition:
     """Advance the exactly-once ledger of one call: ``executing`` → ``executed | failed``.
 
     Claiming ``executing`` succeeds once; a second claim raises :class:`AlreadyExecuted`.
+    ``in_place``: see the module docstring.
     """
-    new = req.copy_for_update()
+    new = req if in_place else req.copy_for_update()
     call = new.call(tool_call_id)
     name = call.action.name
     if step == "executing":
@@ -596,9 +605,16 @@ def system_resolve(
 
 
 def take_lease(
-    req: ApprovalRequest, waiter: str, *, until: datetime, now: datetime, reattach: bool
+    req: ApprovalRequest,
+    waiter: str,
+    *,
+    until: datetime,
+    now: datetime,
+    reattach: bool,
+    in_place: bool = False,
 ) -> Transition:
-    """Hold (or renew) the waiter's lease on ``req``.
+    """Hold (or renew) the waiter's lease on ``req`` (``in_place``: see the module
+    docstring).
 
     With ``reattach`` the caller is taking over someone else's request: allowed only once the
     current lease has lapsed (two live runs never share one approval), audited ``reattached``.
@@ -611,7 +627,7 @@ def take_lease(
             f"{req.lease_until.isoformat(timespec='seconds') if req.lease_until else '?'}",
             request_id=req.id,
         )
-    new = req.copy_for_update()
+    new = req if in_place else req.copy_for_update()
     new.waiter, new.lease_until = waiter, until
     new.version += 1
     events = []
