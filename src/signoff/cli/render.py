@@ -307,9 +307,16 @@ def explanation(out: Console, e: Any) -> None:
         )
     review = verdict.get("review")
     if review:
+        chain = review.get("chain") or []
         for key, value in review.items():
+            if key == "chain" or (chain and key == "approvers"):
+                continue  # printed as the chain below
             if value not in (None, [], "", ()):
                 out.print(line(f"  {key}: {value}"))
+        if chain:
+            out.print(line(f"  approval chain: {chain[0]}"))
+            for step in chain[1:]:
+                out.print(line(f"  {step}"))
     trace = data.get("trace") or []
     if trace:
         out.print("  evaluation:")

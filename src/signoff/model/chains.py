@@ -14,9 +14,12 @@ machine (:mod:`signoff.model.resolution`), the notification planner and every su
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from signoff.model.identity import PersonKey, contains_person, person_key
-from signoff.model.requests import ApproversInfo, CallState, ReviewConfig
+
+if TYPE_CHECKING:  # types only: requests.py uses these helpers for its own sentences
+    from signoff.model.requests import ApproversInfo, CallState, ReviewConfig
 
 
 def fresh(cfg: ReviewConfig, call: CallState) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from signoff.model import chains
 from signoff.model.grants import GrantRequest
 from signoff.model.identity import PersonKey, person_key, same_person
 from signoff.model.verdicts import Approvers, DecisionType, OnTimeout, ReviewSpec, Risk
@@ -335,6 +336,8 @@ class ApprovalRequest(_Model):
             group = " or ".join(
                 [*(f"role {r}" for r in who.roles), *who.users] or ["any listed approver"]
             )
+            if who.chained:
+                group = f"its approval chain ({chains.describe(who)}; {chains.progress(cfg, call)})"
             out.append(
                 f"The edit moved {action.name} {call.tool_call_id} from rule "
                 f"{call.rerouted_from} to rule {action.rule}: it has not run and now needs "

@@ -245,8 +245,7 @@ class ReviewCompiler:
         groups = tuple(
             self._group(g, here.item(i), staged=kind == "stages") for i, g in enumerate(items)
         )
-        if any(g is None for g in groups):
-            raise PolicyError(f"fix the group(s) of {kind} reported above")
+        # a group's problem is already reported at its own path (the load fails on it)
         found = tuple(g for g in groups if g is not None)
         self._check_chain_directory(found, distinct, loc)
         total = sum(g.quorum for g in found)
@@ -267,6 +266,10 @@ class ReviewCompiler:
                 )
             if CHAIN_KEYS & set(value):
                 raise PolicyError("a group of a chain cannot itself be a chain")
+            allowed = ("roles", "users", "quorum", "any", *own)
+            unknown = sorted(str(k) for k in value if k not in allowed)
+            if unknown:
+                raise PolicyError(f"unknown key(s) {unknown}; allowed: {list(allowed)}")
             plain = {k: v for k, v in value.items() if k not in own}
             group = self.approvers(plain, loc, escalation=False)
         except PolicyError as exc:
