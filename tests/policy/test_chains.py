@@ -112,7 +112,8 @@ def test_a_stage_without_anyone_is_an_error() -> None:
 
 def test_on_timeout_allow_before_the_last_stage_is_refused() -> None:
     msgs = chain_error(
-        "      stages:\n        - {roles: [manager], on_timeout: allow}\n        - {roles: [finance]}"
+        "      stages:\n        - {roles: [manager], on_timeout: allow}\n"
+        "        - {roles: [finance]}"
     )
     assert any(
         "stages[0]" in m and "on_timeout: allow at stage 1 of 2 would approve without" in m
