@@ -7,6 +7,7 @@ the store's own transaction with the sweeper's pure step at the due time — no 
 
 from __future__ import annotations
 
+import json
 import secrets
 import textwrap
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from signoff.store import AuditQuery, SQLiteStore, Store
 from signoff.store.postgres import PostgresStore
 from tests.store import pg_cluster
 from tests.store.conftest import pg_url  # noqa: F401  (the run's throwaway PostgreSQL)
+from tests.store.test_quarantine import rewrite_doc
 
 PEOPLE = """
 version: 1
@@ -56,6 +58,9 @@ tools:
   grant_access:
     default: require_approval
     approvers: {all_of: [{roles: [finance]}, {roles: [security]}]}
+  plain_pay:
+    default: require_approval
+    approvers: {roles: [finance], quorum: 2}
   wire_out:
     default: require_approval
     timeout: 2h
@@ -345,3 +350,24 @@ def make_store_again(store: Store) -> Store:
         return SQLiteStore(store.path)
     assert isinstance(store, PostgresStore)
     return PostgresStore(store.dsn, schema=store.schema, pool_max=4)
+
+
+# ---------------------------------------------------------------- stored rows
+CHAIN_FIELDS = ("stages", "all_of", "distinct", "timeout_s", "on_timeout", "escalate_to",
+                "escalate_after_s")  # fmt: skip
+
+
+def test_a_request_stored_before_chains_existed_loads_and_is_decided(gate: Gate) -> None:
+    req = ask(gate, "plain_pay")
+    doc = fresh(gate, req).model_dump(mode="json")
+    approvers = doc["review_configs"][0]["approvers"]
+    for key in CHAIN_FIELDS:
+        del approvers[key]  # the row as an older signoff wrote it
+    del doc["calls"][0]["stage"], doc["calls"][0]["group_approvals"]
+    rewrite_doc(gate.store, req.id, json.dumps(doc))
+    old = fresh(gate, req)
+    assert not old.review_configs[0].approvers.chained
+    assert old.review_configs[0].approvers.distinct is True
+    assert old.calls[0].stage == 0 and old.calls[0].group_approvals == []
+    assert approve(gate, req, "fay").pending
+    assert approve(gate, req, "fred").calls[0].resolution == "approved"

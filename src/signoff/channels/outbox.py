@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from signoff.channels import Messenger, Target, notify_names
 from signoff.model import ApprovalRequest, chains, same_person
+from signoff.model.identity import contains_person
 from signoff.store.base import PROMPT_KINDS, OutboxItem, OutboxKind
 
 if TYPE_CHECKING:
@@ -42,15 +43,25 @@ def approvers_of(
     nobody else is left to hear about it."""
     chosen: list[Person] = []
     undecided = [
-        (chains.asked_now(cfg, call).to_approvers(), chains.stage_config(cfg, call).escalate_to)
+        (
+            chains.asked_now(cfg, call).to_approvers(),
+            chains.stage_config(cfg, call).escalate_to,
+            # in a chain with distinct: true, whoever already counted cannot count again
+            call.approvals if cfg.approvers.chained and cfg.approvers.distinct else [],
+        )
         for cfg, call in zip(req.review_configs, req.calls, strict=True)
         if call.resolution is None
     ]
     for pid, person in people.items():
-        first = any(group.admits(pid, person.roles) for group, _ in undecided)
+        first = any(
+            group.admits(pid, person.roles) and not contains_person(done, pid)
+            for group, _, done in undecided
+        )
         later = any(
-            extra is not None and extra.to_approvers().admits(pid, person.roles)
-            for _, extra in undecided
+            extra is not None
+            and extra.to_approvers().admits(pid, person.roles)
+            and not contains_person(done, pid)
+            for _, extra, done in undecided
         )
         if (later and not first) if escalation else first:
             chosen.append(person)
