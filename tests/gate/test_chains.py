@@ -33,7 +33,7 @@ people:
   fay:  {roles: [finance], slack: UFAY}
   fred: {roles: [finance], slack: UFRED}
   sam:  {roles: [security], slack: USAM}
-  max:  {roles: [manager, finance, security], slack: UMAX}
+  max:  {roles: [manager, finance, security], slack: UMAX, aliases: [maximilian]}
   ozzy: {roles: [ops], slack: UOZZY}
   erin: {roles: [], slack: UERIN}
 grants: {default_ttl: 1h}
@@ -58,6 +58,19 @@ tools:
   grant_access:
     default: require_approval
     approvers: {all_of: [{roles: [finance]}, {roles: [security]}]}
+  refund:
+    default: allow
+    allowed_decisions: [approve, edit, reject]
+    editable_args: [amount]
+    rules:
+      - id: big-refund
+        when: {args.amount: {gt: 1000}}
+        decision: require_approval
+        approvers: {stages: [{roles: [manager]}, {roles: [finance]}]}
+      - id: small-refund
+        when: {args.amount: {gt: 10}}
+        decision: require_approval
+        approvers: {roles: [finance]}
   plain_pay:
     default: require_approval
     approvers: {roles: [finance], quorum: 2}
@@ -191,6 +204,8 @@ def test_the_same_person_never_counts_twice_across_stages(gate: Gate) -> None:
     assert "distinct: true" in str(err.value)
     with pytest.raises(NotAuthorized):
         approve(gate, req, "MAX", message="really")  # another spelling is the same person
+    with pytest.raises(NotAuthorized):
+        approve(gate, req, "maximilian")  # and so is an alias
     assert progress(fresh(gate, req)) == "stage 2 of 2: 0 of 2 finance approvals"
 
 
@@ -304,6 +319,29 @@ def test_a_later_stage_may_not_edit_before_its_turn(gate: Gate) -> None:
     edit = {"type": "edit", "edited_action": {"name": "pay_invoice", "args": {"amount": 8}}}
     with pytest.raises(NotAuthorized):
         gate.decide(req.id, [edit], approver="fay")
+
+
+def test_an_edit_onto_a_chained_rule_starts_its_chain(gate: Gate) -> None:
+    req = ask(gate, "refund", {"amount": 50})
+    assert req.action_requests[0].rule == "small-refund"
+    edit = {"type": "edit", "edited_action": {"name": "refund", "args": {"amount": 5000}}}
+    moved = gate.decide(req.id, [edit], approver="fay")
+    assert moved.pending and moved.action_requests[0].rule == "big-refund"
+    assert progress(moved) == "stage 1 of 2: 0 of 1 manager approval"  # fay is not a manager
+    assert moved.reroute_notices() and "approval chain" in moved.reroute_notices()[0]
+    assert approve(gate, req, "mia").pending
+    done = approve(gate, req, "fred")
+    assert done.calls[0].resolution == "edited" and done.calls[0].action.args == {"amount": 5000}
+
+
+def test_a_stage_start_moves_the_deadline_of_the_whole_request(gate: Gate) -> None:
+    ctx = CallContext(principal=Principal("erin"), thread="t-two", agent="bot")
+    calls = [ToolCall("pay_invoice", {"amount": 1}, id="c1"), ToolCall("plain_pay", {}, id="c2")]
+    sub = gate.submit(calls, ctx)
+    assert sub.request is not None
+    after = gate.decide(sub.request.id, [{"tool_call_id": "c1", "type": "approve"}], approver="mia")
+    started = next(e for e in events(gate, after) if e.event == "stage_started")
+    assert after.expires_at == started.at + timedelta(hours=1)  # pay_invoice's stage 2
 
 
 # ---------------------------------------------------------------- grants
