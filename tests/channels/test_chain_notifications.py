@@ -7,6 +7,7 @@ recipients. An in-process channel (the kind the console channel is) hears of eac
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from signoff import Gate
+from signoff.channels.console import ConsoleChannel
 from signoff.channels.host import GateHandle
 from signoff.model import ApprovalRequest
 from tests.gate.test_chains import ask, make_policy, make_store, store_kind  # noqa: F401
@@ -48,16 +50,22 @@ def recording() -> Recording:
 
 
 @pytest.fixture
+def console() -> io.StringIO:
+    return io.StringIO()
+
+
+@pytest.fixture
 def gate(
     store_kind: str,  # noqa: F811
     tmp_path: Path,
     request: pytest.FixtureRequest,
     recording: Recording,
+    console: io.StringIO,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Gate]:
     monkeypatch.delenv("CHAINS_TEST_NO_SLACK_TOKEN", raising=False)
     store = make_store(store_kind, tmp_path, request)
-    g = Gate(make_policy(extra=SLACK), store, channels=[recording])
+    g = Gate(make_policy(extra=SLACK), store, channels=[recording, ConsoleChannel(stream=console)])
     yield g
     g.close()
 
@@ -118,3 +126,10 @@ def test_a_stage_escalation_asks_only_its_escalation_group(gate: Gate) -> None:
     sweep_at_due(gate, req)
     assert ("escalation", "UOZZY") in prompted(gate, req)
     assert not any(who in ("UFAY", "UFRED") for _, who in prompted(gate, req))
+
+
+def test_the_console_message_says_which_stage_is_asked(gate: Gate, console: io.StringIO) -> None:
+    req = ask(gate, "pay_invoice")
+    assert "requested by erin — stage 1 of 2: 0 of 1 manager approval" in console.getvalue()
+    gate.decide(req.id, [{"type": "approve"}], approver="mia")
+    assert "stage 2 of 2: 0 of 2 finance approvals" in console.getvalue()

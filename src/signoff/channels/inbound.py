@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from signoff.channels.message import outcome
-from signoff.model import AlreadyDecided, ApprovalRequest, NotFound, SignoffError
+from signoff.model import AlreadyDecided, ApprovalRequest, NotFound, SignoffError, chains
 from signoff.model.resolution import may_decide
 
 if TYPE_CHECKING:
@@ -153,5 +153,11 @@ def _already(req: ApprovalRequest) -> str:
 def _done(req: ApprovalRequest, person: str, action: Action) -> str:
     if req.pending:
         verb = {"approve": "approval", "reject": "rejection", "respond": "answer"}[action]
-        return f"Your {verb} is recorded ({person}); waiting for more approvers."
+        waiting = "; ".join(
+            p
+            for cfg, call in zip(req.review_configs, req.calls, strict=True)
+            if call.resolution is None and (p := chains.progress(cfg, call))
+        )
+        more = f" ({waiting})" if waiting else ""
+        return f"Your {verb} is recorded ({person}); waiting for more approvers{more}."
     return outcome(req)
