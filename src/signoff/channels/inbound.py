@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from signoff.channels.message import outcome
 from signoff.model import AlreadyDecided, ApprovalRequest, NotFound, SignoffError, chains
+from signoff.model.identity import person_key
 from signoff.model.resolution import may_decide
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def decidable(req: ApprovalRequest, person: str, roles: frozenset[str]) -> list[
     """The calls ``person`` may decide now (pending, not yet approved by them)."""
     out = []
     for cfg, call in zip(req.review_configs, req.calls, strict=True):
-        if call.resolution is not None or person in call.approvals:
+        if call.resolution is not None or chains.done_with(cfg, call, person, person_key):
             continue
         if may_decide(cfg, req, person, roles) is None:
             out.append(call.tool_call_id)

@@ -186,6 +186,17 @@ def count(
     return True
 
 
+def done_with(cfg: ReviewConfig, call: CallState, person: str, key: PersonKey) -> bool:
+    """Whether ``person``'s approval can no longer count for ``call`` (so surfaces stop
+    offering it): they counted already — under ``distinct: false`` at a later stage they
+    may count again."""
+    if not contains_person(call.approvals, person, key):
+        return False
+    if cfg.approvers.chained and not cfg.approvers.distinct:
+        return counted_now(cfg, call, person, key)
+    return True
+
+
 def counted_now(cfg: ReviewConfig, call: CallState, person: str, key: PersonKey) -> bool:
     """Whether ``person`` already counted for what the call waits for now (a repeat of their
     approve changes nothing); False for someone who counted only at an earlier stage."""

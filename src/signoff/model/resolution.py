@@ -413,6 +413,7 @@ def _reroute(
     new.review_configs[idx] = reroute.config
     action.rule, action.reason = reroute.rule, reroute.reason
     call.quorum = reroute.config.approvers.quorum
+    chains.fresh(reroute.config, call)  # no progress of the old rule's chain carries over
     if reroute.config.approvers.chained:
         _restart_chain(new, idx, d.approver, roles, key)
         counted = bool(call.approvals)
