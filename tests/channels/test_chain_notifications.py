@@ -15,8 +15,11 @@ from typing import Any
 import pytest
 
 from signoff import Gate
+from signoff.channels import Outgoing, Target
 from signoff.channels.console import ConsoleChannel
 from signoff.channels.host import GateHandle
+from signoff.channels.redact import Redactor
+from signoff.channels.webhooks import payload
 from signoff.model import ApprovalRequest
 from tests.gate.test_chains import ask, make_policy, make_store, store_kind  # noqa: F401
 from tests.store.conftest import pg_url  # noqa: F401  (the run's throwaway PostgreSQL)
@@ -24,6 +27,7 @@ from tests.store.conftest import pg_url  # noqa: F401  (the run's throwaway Post
 SLACK = """
 channels:
   slack: {bot_token: "${CHAINS_TEST_NO_SLACK_TOKEN}", signing_secret: "${CHAINS_TEST_NO_SECRET}"}
+  webhooks: [{url: "http://127.0.0.1:9/hook", secret: "${CHAINS_TEST_NO_SECRET}"}]
 """
 
 
@@ -64,6 +68,7 @@ def gate(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Gate]:
     monkeypatch.delenv("CHAINS_TEST_NO_SLACK_TOKEN", raising=False)
+    monkeypatch.delenv("CHAINS_TEST_NO_SECRET", raising=False)
     store = make_store(store_kind, tmp_path, request)
     g = Gate(make_policy(extra=SLACK), store, channels=[recording, ConsoleChannel(stream=console)])
     yield g
@@ -133,3 +138,18 @@ def test_the_console_message_says_which_stage_is_asked(gate: Gate, console: io.S
     assert "requested by erin — stage 1 of 2: 0 of 1 manager approval" in console.getvalue()
     gate.decide(req.id, [{"type": "approve"}], approver="mia")
     assert "stage 2 of 2: 0 of 2 finance approvals" in console.getvalue()
+
+
+def test_webhook_subscribers_hear_when_a_stage_starts(gate: Gate) -> None:
+    req = ask(gate, "pay_invoice")
+    gate.decide(req.id, [{"type": "approve"}], approver="mia")
+    assert gate.delivery is not None
+    rows = gate.run_sync(gate.delivery.outbox.outbox_for(req.id))
+    events = [r.data["event"] for r in rows if r.kind == "event"]
+    assert events == ["created", "stage_started"]
+    now = gate.run_sync(gate.get(req.id))
+    out = Outgoing(
+        "event", now, Target("http://127.0.0.1:9/hook"), "k", Redactor.from_policy(gate.policy)
+    )
+    (call,) = payload(now, "stage_started", out)["data"]["calls"]
+    assert call["stage"] == 1 and call["progress"] == "stage 2 of 2: 0 of 2 finance approvals"

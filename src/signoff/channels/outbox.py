@@ -107,6 +107,7 @@ class Planner:
         people = approvers_of(req, self.people)
         items = self._prompts(req, people, "prompt", now, f"stage-{req.version}")
         items += self._reminders(req, people, now)
+        items += self._events(req, "stage_started", now, key=f"stage_started-{req.version}")
         return items
 
     def rerouted(self, req: ApprovalRequest, now: datetime) -> list[OutboxItem]:
