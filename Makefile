@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv system demo test test-fast lint bench clean
+.PHONY: venv system demo test test-fast test-compat lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ lint: $(STAMP)
 
 test: lint system
 	$(PY) -m pytest -q
+	$(PY) -m tests.compat.run_langchain
+
+# LangChain's own HumanInTheLoopMiddleware tests against SignoffMiddleware (docs/langchain.md).
+# Fetches the installed langchain's sdist into .cache/compat/ once; skipped when offline.
+test-compat: $(STAMP)
+	$(PY) -m tests.compat.run_langchain
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" -x

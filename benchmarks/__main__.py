@@ -24,7 +24,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import channels, cycles, grants, guard, intent, metrics, policy, resume, server
+from benchmarks import (
+    channels,
+    cycles,
+    grants,
+    guard,
+    intent,
+    metrics,
+    non_interactive,
+    policy,
+    resume,
+    server,
+)
 from benchmarks import langchain as langchain_agents
 from benchmarks import mcp as mcp_proxy
 from benchmarks import postgres as postgres_replicas
@@ -79,6 +90,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "grants",
             grants,
             "Grants: check with 1,000 active grants vs none; revocation seen by another process",
+        ),
+        _entry(
+            "non_interactive",
+            non_interactive,
+            "Non-interactive runs: shell allow-list check µs; an allow-listed guarded call",
         ),
     )
 }

@@ -58,7 +58,8 @@ def fresh(timestamp: str | float | None, now: float, window_s: float = FRESHNESS
 
 
 def person_by(gate: GateHandle, field: str, platform_id: str | None) -> str | None:
-    """The ``people:`` id whose ``slack``/``discord``/``line``/``email`` address is this."""
+    """The ``people:`` id whose address on this channel (``slack``, ``discord``, ``line``,
+    ``telegram``, ``feishu``, ``dingtalk``, ``email``) is ``platform_id``."""
     if not platform_id:
         return None
     for pid, person in gate.policy.people.items():

@@ -60,7 +60,15 @@ def title(req: ApprovalRequest, kind: str = "prompt") -> str:
 
 
 def question(req: ApprovalRequest) -> str | None:
-    return inert(req.inquiry.question) if req.inquiry is not None else None
+    """The question; for a form, its title and each question's id and text (the form itself
+    is answered on the web page or with ``signoff respond --answers``)."""
+    inquiry = req.inquiry
+    if inquiry is None:
+        return None
+    if not inquiry.is_form:
+        return inert(inquiry.question)
+    parts = [f"{inert(q.id)}: {cut(inert(q.question), 200)}" for q in inquiry.all_questions()]
+    return f"{cut(inert(inquiry.question), 300)} — {len(parts)} questions: " + "; ".join(parts)
 
 
 def call_lines(req: ApprovalRequest, redact: Redactor, limit: int = 300) -> list[str]:
@@ -137,6 +145,8 @@ def outcome(req: ApprovalRequest) -> str:
 
 def cli_hint(req: ApprovalRequest) -> str:
     """How to decide without a web server."""
+    if req.inquiry is not None and req.inquiry.is_form:
+        return f"Answer with: signoff respond {req.id} --as <you> --answers '{{\"<id>\": ...}}'"
     if req.kind == "inquiry":
         return f"Answer with: signoff respond {req.id} --as <you> -m <answer>"
     return (

@@ -172,14 +172,26 @@ def inquiry_server(
     ] = None,
     client_timeout: ClientTimeoutOpt = None,
     no_elicitation: NoElicitOpt = False,
+    answer_tool: Annotated[
+        str,
+        typer.Option(
+            "--answer-tool",
+            help="Who may call answer_inquiry: off, other-sessions (another client over "
+            "HTTP, never the one that asked; never offered on stdio) or all.",
+        ),
+    ] = "other-sessions",
     transport: TransportOpt = "stdio",
     host: HostOpt = "127.0.0.1",
     port: PortOpt = 8766,
     path: PathOpt = "/mcp",
 ) -> None:
-    """A human as an MCP tool: send_inquiry(question, choices?, default_answer?, timeout_s?)."""
+    """A human as an MCP tool: send_inquiry(question | questions, choices?, …, timeout_s?)."""
     from signoff.integrations.mcp import InquiryOptions, build_inquiry_server
+    from signoff.integrations.mcp.inquiry_answering import ANSWER_TOOL_MODES
     from signoff.integrations.mcp.timeouts import client_wait_s, tier_warning
+
+    if answer_tool not in ANSWER_TOOL_MODES:
+        fail(f"--answer-tool is one of {', '.join(ANSWER_TOOL_MODES)}", 2)
 
     # Nobody answers questions unattended: --yolo and --non-interactive both say "unavailable".
     gate = _gate(config, yolo=yolo, non_interactive=non_interactive)
@@ -196,6 +208,8 @@ def inquiry_server(
         heartbeat_s=heartbeat,
         in_client=not no_elicitation,
         suggester=_load_suggester(suggester) if suggester else None,
+        answer_tool=answer_tool,  # type: ignore[arg-type]  # checked above
+        many_sessions=transport == "http",
     )
     _run(gate, build_inquiry_server(gate, options), transport, host, port, path)
 
@@ -213,7 +227,8 @@ def _gate(config: Path | None, *, yolo: bool, non_interactive: bool) -> Gate:
     logging.basicConfig(level=logging.INFO, format="signoff: %(message)s")
     return Gate(
         policy,
-        interactive=not non_interactive,
+        # the flag, else $SIGNOFF_NON_INTERACTIVE, else gate.non_interactive.enabled
+        interactive=False if non_interactive else None,
         auto_approve=yolo,
         channels=[LogChannel()],
     )

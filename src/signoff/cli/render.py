@@ -18,7 +18,7 @@ from rich.text import Text
 
 from signoff.channels.redact import Redactor
 from signoff.gate.settings import GateSettings
-from signoff.model import ApprovalRequest, chains, utcnow
+from signoff.model import ApprovalRequest, Inquiry, Question, chains, utcnow
 from signoff.model.text import ABSENT, changed_args, inert
 
 if TYPE_CHECKING:
@@ -137,11 +137,7 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
     if r.reasoning:
         out.print(line("  agent's reasoning: ", r.reasoning))
     if r.inquiry:
-        out.print(line("  ", ("question:", "bold"), " ", r.inquiry.question))
-        if r.inquiry.choices:
-            out.print(line("  choices: ", ", ".join(r.inquiry.choices)))
-        if r.inquiry.default_answer:
-            out.print(line("  suggested answer: ", r.inquiry.default_answer))
+        _inquiry(out, r.inquiry)
     for action, cfg, call in zip(r.action_requests, r.review_configs, r.calls, strict=True):
         out.print()
         res = call.resolution or "awaiting decision"
@@ -199,6 +195,8 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
             out.print(line(f"    editable: {editable}"))
         if call.message:
             out.print(line("    message: ", call.message))
+        if call.answers is not None:
+            out.print(line("    answers: ", as_json(call.answers)))
         if call.execution:
             note = _execution_note(call, policy) if call.execution == "executing" else ""
             out.print(
@@ -342,3 +340,26 @@ def case_results(out: Console, results: list[Any]) -> None:
             out.print(line(f"    {problem}"))
     failed = sum(1 for r in results if not r.passed)
     out.print(f"{len(results) - failed} passed, {failed} failed")
+
+
+def _inquiry(out: Console, inquiry: Inquiry) -> None:
+    """The question, or each question of a form with its id (the key of ``--answers``)."""
+    if not inquiry.is_form:
+        out.print(line("  ", ("question:", "bold"), " ", inquiry.question))
+        _question_details(out, inquiry.all_questions()[0], "  ")
+        return
+    out.print(line("  ", ("questions", "bold"), " (answer with --answers JSON keyed by id):"))
+    for q in inquiry.all_questions():
+        pick = " (pick any)" if q.multiple else ""
+        out.print(line("    ", (q.id, "bold"), f"{pick}: ", q.question))
+        _question_details(out, q, "      ")
+
+
+def _question_details(out: Console, q: Question, indent: str) -> None:
+    if q.choices:
+        other = " (or another answer)" if q.allow_other else ""
+        out.print(line(f"{indent}choices: ", ", ".join(q.choices), other))
+    if q.default_answer:
+        default = q.default_answer
+        shown = ", ".join(default) if isinstance(default, list) else default
+        out.print(line(f"{indent}suggested answer: ", shown))

@@ -1,9 +1,9 @@
 """Submitting one agent step: build the request, store it with its outbox rows, tell people.
 
 Allowed and denied calls never get here (the checks answered them). Calls that need review
-become one :class:`ApprovalRequest` per step; then, in order: non-interactive mode rejects at
-once, yolo mode approves at once, standing thread approvals are applied, and whoever is still
-needed is notified.
+become one :class:`ApprovalRequest` per step; then, in order: non-interactive mode resolves
+it at once (gate/unattended.py), yolo mode approves at once, standing thread approvals are
+applied, and whoever is still needed is notified.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic_core import to_jsonable_python
 
 from signoff.checks.limits import Limits, check_args, check_json, clip_text
 from signoff.checks.schema import ModelArgs
+from signoff.gate import unattended
 from signoff.gate.reattach import reattach as find_earlier
 from signoff.model import (
     Action,
@@ -125,8 +126,7 @@ async def submit_checked(
         return sub
     gate.sweeper.poke()
     if not gate.interactive:
-        message = "no human is available to approve (non-interactive mode)"
-        sub.request = await _system_resolve(gate, stored, "rejected", "non-interactive", message)
+        sub.request = await unattended.resolve(gate, stored)
         return sub
     if gate.auto_approve:
         outcome: Literal["approved", "rejected"] = "rejected" if inquiry else "approved"

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from signoff.model import chains
 from signoff.model.grants import GrantRequest
 from signoff.model.identity import PersonKey, person_key, same_person
+from signoff.model.inquiries import Answers, Inquiry
 from signoff.model.verdicts import Approvers, DecisionType, OnTimeout, ReviewSpec, Risk
 
 RequestKind = Literal["tool_call", "inquiry"]
@@ -178,16 +179,18 @@ class Decision(_Model):
     ``tool_call_id`` may be omitted when decisions are given as a positional list
     (LangChain semantics: ``decisions[i]`` answers ``action_requests[i]``).
     ``message`` is the reason (optional on approve, expected on reject) or the answer
-    (required on respond). ``scope`` on an approve also creates a grant (a standing approval,
-    see :mod:`signoff.model.grants`): ``"thread"`` for later calls of the same tool under the
-    same rule from the same agent for the same principal on this thread, or a
-    :class:`GrantRequest` such as ``{"kind": "agent", "for": "8h"}``.
+    (required on respond, unless ``answers`` carries it: an inquiry form's answers keyed by
+    question id, see :mod:`signoff.model.inquiries`). ``scope`` on an approve also creates a
+    grant (a standing approval, see :mod:`signoff.model.grants`): ``"thread"`` for later calls
+    of the same tool under the same rule from the same agent for the same principal on this
+    thread, or a :class:`GrantRequest` such as ``{"kind": "agent", "for": "8h"}``.
     """
 
     tool_call_id: str | None = None
     type: DecisionType
     edited_action: Action | None = None
     message: str | None = None
+    answers: dict[str, Any] | None = None
     scope: Scope | GrantRequest = "call"
 
 
@@ -202,6 +205,7 @@ class DecisionRecord(_Model):
     type: DecisionType
     edited_action: Action | None = None
     message: str | None = None
+    answers: Answers | None = None
     scope: Scope | GrantRequest = "call"
     approver: str
     channel: str = "api"
@@ -218,6 +222,7 @@ class DecisionRecord(_Model):
             and same_person(self.approver, other.approver, key)
             and self.edited_action == other.edited_action
             and (self.message or None) == (other.message or None)
+            and self.answers == other.answers
         )
 
 
@@ -237,6 +242,7 @@ class CallState(_Model):
     group_approvals: list[list[str]] = Field(default_factory=list)
     resolution: Resolution | None = None
     message: str | None = None
+    answers: Answers | None = None  # an inquiry form's answers, keyed by question id
     resolved_by: str | None = None
     resolved_at: datetime | None = None
     execution: Execution | None = None
@@ -247,14 +253,6 @@ class CallState(_Model):
     @property
     def runnable(self) -> bool:
         return self.resolution in RUNNABLE
-
-
-class Inquiry(_Model):
-    """A question for a human (``kind: inquiry``), answered with a ``respond`` decision."""
-
-    question: str
-    choices: list[str] | None = None
-    default_answer: str | None = None
 
 
 class ApprovalRequest(_Model):

@@ -7,7 +7,7 @@ and hold for SQLite, PostgreSQL and memory alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -302,6 +302,8 @@ def _apply_one(
         data["os_user"] = d.os_user
     if d.message:
         data["message"] = d.message
+    if d.answers is not None:
+        data["answers"] = d.answers
     stage_started = False
     if d.type == "approve":
         if cfg.approvers.chained:
@@ -469,6 +471,7 @@ def grant_created_event(grant: Grant, now: datetime) -> AuditEvent:
 def _resolve(call: CallState, resolution: str, d: DecisionRecord, now: datetime) -> None:
     call.resolution = resolution  # type: ignore[assignment]
     call.message = d.message
+    call.answers = d.answers
     call.resolved_by = d.approver
     call.resolved_at = now
 
@@ -564,6 +567,8 @@ def cancel(req: ApprovalRequest, *, actor: str, reason: str | None, now: datetim
 
 
 ExecutionStep = Literal["executing", "executed", "failed"]
+#: What a system actor answers for one call: its resolution and the message with it.
+SystemOutcome = tuple[Literal["approved", "rejected"], str | None]
 
 
 def mark_execution(
@@ -628,9 +633,11 @@ def system_resolve(
     actor: str,
     message: str | None,
     now: datetime,
+    outcomes: Callable[[CallState], SystemOutcome | None] | None = None,
 ) -> Transition:
-    """Resolve every undecided call without a human: ``non-interactive`` mode rejects at once,
-    ``yolo`` mode approves at once. Audited as ``decided`` with the system actor."""
+    """Resolve every undecided call without a human: ``non-interactive`` mode rejects at once
+    (or, per call, answers what ``outcomes`` says), ``yolo`` mode approves at once. Audited as
+    ``decided`` with the system actor."""
     if not req.pending:
         raise _already(req)
     new = req.copy_for_update()
@@ -638,10 +645,12 @@ def system_resolve(
     for call in new.calls:
         if call.resolution is not None:
             continue
-        call.resolution = resolution
+        own = outcomes(call) if outcomes is not None else None
+        outcome, said = own if own is not None else (resolution, message)
+        call.resolution = outcome
         call.resolved_by = actor
         call.resolved_at = now
-        call.message = message
+        call.message = said
         tr.events.append(
             _event(
                 new,
@@ -649,9 +658,9 @@ def system_resolve(
                 call.tool_call_id,
                 at=now,
                 actor=actor,
-                type="approve" if resolution == "approved" else "reject",
+                type="approve" if outcome == "approved" else "reject",
                 channel=actor,
-                message=message,
+                message=said,
             )
         )
     new.status = "resolved"

@@ -39,7 +39,10 @@ INTENT_KEYS = ("judge", "on_mismatch", "on_unclear", "on_error")
 APPROVAL_ONLY_KEYS = tuple(k for k in REVIEW_KEYS if k not in SHARED_KEYS)
 CHAIN_KEYS = frozenset({"stages", "all_of"})
 STAGE_KEYS = ("timeout", "on_timeout", "escalate_to", "escalate_after")
-CHANNELS = ("slack", "discord", "email", "line", "webhooks", "teams", "console", "web")
+CHANNELS = (
+    "slack", "discord", "email", "line", "telegram", "feishu", "dingtalk", "webhooks", "teams",
+    "console", "web",
+)  # fmt: skip
 ON_TIMEOUT_VALUES = ("reject", "allow", "escalate")
 DEFAULT_DESCRIPTION = "{tool} requested by {principal.id}"
 DEFAULT_TIMEOUT_S = 3600.0

@@ -25,6 +25,7 @@ from signoff.server.bodies import query_choice, query_text
 from signoff.server.csrf import CSRF_FIELD, check_csrf, check_origin, csrf_token
 from signoff.server.errors import ApiError, from_signoff_error
 from signoff.server.identity import SESSION_COOKIE, Identity
+from signoff.server.inquiry_form import answers_from_form
 from signoff.server.pages import message_page, render
 from signoff.server.presenter import FieldError, parse_edit, present, redact
 from signoff.server.state import ServerState, state_of
@@ -180,6 +181,8 @@ async def decide_form(request: Request) -> Response:
     call_id = posted.get("tool_call_id", "")
     try:
         decision = _decision_from_form(state, req, posted)
+        if decision["type"] == "respond" and req.inquiry is not None and req.inquiry.is_form:
+            decision["answers"] = answers_from_form(req.inquiry, form)
         await decide(state, who, request_id, [decision], "web")
     except FieldError as exc:
         field = f"decisions[0].edited_action.args.{exc.name}"

@@ -110,7 +110,7 @@ def _review_step(
     ctx = step_context(s.gate, place, request.messages, ai)
     calls = _reviewed_calls(request, ai)
     ids = [scoped(ai, c["id"] or "") for c in calls]
-    verdicts = [s.reviewer.verdict(c, ctx, request, i) for c, i in zip(calls, ids, strict=True)]
+    verdicts = [s.reviewer.verdict(c, ctx, request, i, ai) for c, i in zip(calls, ids, strict=True)]
     if any(v.judge_pending for v in verdicts):  # intent judges answer before anything runs
         verdicts = yield Io(judged(s.gate, _tool_calls(calls, ids), ctx, verdicts))
     if not any(v.needs_approval for v in verdicts):

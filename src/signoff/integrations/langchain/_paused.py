@@ -93,7 +93,9 @@ async def recheck(
     by_id = {c["id"]: c for c in paused.ai.tool_calls}
     held = [by_id[h.tool_call_id] for h in paused.holds if h.tool_call_id in by_id]
     ids = [scoped(paused.ai, c["id"] or "") for c in held]
-    verdicts = [s.reviewer.verdict(c, ctx, request, i) for c, i in zip(held, ids, strict=True)]
+    verdicts = [
+        s.reviewer.verdict(c, ctx, request, i, paused.ai) for c, i in zip(held, ids, strict=True)
+    ]
     calls = [ToolCall(c["name"], c["args"], id=i) for c, i in zip(held, ids, strict=True)]
     verdicts = await judged(s.gate, calls, ctx, verdicts)
     req = None

@@ -166,24 +166,31 @@ class StepReviewer:
         ctx: CallContext,
         request: ModelRequest[Any],
         call_id: str | None = None,
+        ai: AIMessage | None = None,
     ) -> Verdict:
-        """``call_id``: the id signoff stores (scoped per turn), default the call's own."""
+        """``call_id``: the id signoff stores (scoped per turn), default the call's own;
+        ``ai``: the model's message holding the call — ``when`` and description callables
+        see a state ending with it, as with LangChain's ``after_model``."""
         tool_call = ToolCall(call["name"], call["args"], id=call_id or call["id"] or "")
         verdict = self.gate.check(tool_call, ctx)
         if not verdict.needs_approval:
             return verdict
         extra = self.extras.get(call["name"], {})
         when = extra.get("when")
-        if when is not None and not self._asks(when, call, request):
+        state = _state_with(request, ai)
+        if when is not None and not self._asks(when, call, request, state):
             allowed = Verdict.allow(f"{verdict.rule}.when", policy_hash=verdict.policy_hash)
             self._audit_allowed(tool_call, ctx, allowed)
             return allowed
-        return replace(verdict, description=self._describe(call, verdict, extra, request, ctx))
+        description = self._describe(call, verdict, extra, request, ctx, state)
+        return replace(verdict, description=description)
 
-    def _asks(self, when: Any, call: LCToolCall, request: ModelRequest[Any]) -> bool:
+    def _asks(
+        self, when: Any, call: LCToolCall, request: ModelRequest[Any], state: dict[str, Any]
+    ) -> bool:
         """``when(ToolCallRequest)``; if it raises, a human is asked (fail closed)."""
         try:
-            return bool(when(_tool_call_request(call, request)))
+            return bool(when(_tool_call_request(call, request, state)))
         except Exception:
             log.exception("`when` for %s raised; asking a human", call["name"])
             return True
@@ -195,11 +202,12 @@ class StepReviewer:
         extra: Mapping[str, Any],
         request: ModelRequest[Any],
         ctx: CallContext,
+        state: dict[str, Any],
     ) -> str:
         factory = extra.get("description")
         if callable(factory):
             try:
-                return str(factory(call, request.state, request.runtime))
+                return str(factory(call, state, request.runtime))
             except Exception:
                 log.exception("description callable for %s raised", call["name"])
         if verdict.description and not _policy_default(verdict, call["name"], ctx):
@@ -229,7 +237,20 @@ def _policy_default(verdict: Verdict, tool: str, ctx: CallContext) -> bool:
     )
 
 
-def _tool_call_request(call: LCToolCall, request: ModelRequest[Any]) -> ToolCallRequest:
+def _state_with(request: ModelRequest[Any], ai: AIMessage | None) -> dict[str, Any]:
+    """The agent state as LangChain's ``after_model`` sees it: ending with the model's message."""
+    state = dict(request.state)
+    if ai is not None:
+        messages = list(request.messages)
+        if not messages or messages[-1] is not ai:
+            messages.append(ai)
+        state["messages"] = messages
+    return state
+
+
+def _tool_call_request(
+    call: LCToolCall, request: ModelRequest[Any], state: dict[str, Any]
+) -> ToolCallRequest:
     """What LangChain hands a ``when`` predicate (here with the real tool, when known)."""
     from langgraph.config import get_config
 
@@ -242,9 +263,9 @@ def _tool_call_request(call: LCToolCall, request: ModelRequest[Any]) -> ToolCall
     return ToolCallRequest(
         tool_call=call,
         tool=next((t for t in tools if t.name == call["name"]), None),
-        state=request.state,
+        state=state,
         runtime=ToolRuntime(
-            state=dict(request.state),
+            state=dict(state),
             context=runtime.context,
             config=config,
             stream_writer=runtime.stream_writer,

@@ -92,6 +92,10 @@ class SignoffMiddleware(HumanInTheLoopMiddleware[AgentState[Any], Any, Any]):
         hold_ungated: bool = False,
     ) -> None:
         AgentMiddleware.__init__(self)  # not LangChain's __init__: signoff validates the policy
+        if interrupt_mode not in ("batched", "per_call"):
+            raise ValueError(
+                f"interrupt_mode must be 'batched' or 'per_call', got {interrupt_mode!r}"
+            )
         if interrupt_mode != "batched":
             raise ValueError(
                 f"interrupt_mode={interrupt_mode!r} is not needed with SignoffMiddleware: "

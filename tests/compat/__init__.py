@@ -1,0 +1,1 @@
+"""LangChain's own HumanInTheLoopMiddleware tests, run against SignoffMiddleware."""
