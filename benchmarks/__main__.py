@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks import (
+    agent_sdks,
     channels,
     cycles,
     grants,
@@ -69,6 +70,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "langchain",
             langchain_agents,
             "SignoffMiddleware vs LangChain's HITL middleware: ungated step, approve cycle",
+        ),
+        _entry(
+            "agent-sdks",
+            agent_sdks,
+            "OpenAI Agents SDK and Pydantic AI adapters vs each SDK alone: allowed call, cycle",
         ),
         _entry(
             "postgres",

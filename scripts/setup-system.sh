@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# System packages the test suite drives for real: Chromium (web inbox tests) and PostgreSQL
-# (store tests). Idempotent; installs only what is missing. Needs root and apt (Debian), as
+# System packages the test suite drives for real: Chromium (web inbox tests), PostgreSQL
+# (store tests), and node + npm (the reference MCP server, server-everything, fetched by
+# tests/integrations/mcp/test_everything.py into .cache/). Idempotent; installs only what is missing. Needs root and apt (Debian), as
 # on CI; elsewhere it says what to install and leaves the decision to you.
 set -euo pipefail
 
 need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -105,6 +105,14 @@ SECTIONS: tuple[Section, ...] = (
         checker="signoff.judges.settings:check_sections",
     ),
     Section(
+        "mcp",
+        "runtime",
+        "`signoff mcp-proxy`: gating of resource reads and prompt gets by URI or name glob "
+        "(`resources:`, `prompts:`; allow, deny or require_approval; default allow).",
+        checker="signoff.integrations.mcp.gating:check_sections",
+        extra="mcp",
+    ),
+    Section(
         "remote",
         "runtime",
         "Makes `Gate.from_config` return a remote gate talking to "
