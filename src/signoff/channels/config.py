@@ -42,6 +42,7 @@ WebhookEvent = Literal[
     "cancelled",
     "escalated",
     "edit_rerouted",
+    "stage_started",
     "grant_created",
     "grant_revoked",
     "grant_expired",

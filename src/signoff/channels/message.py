@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from signoff.channels.redact import Redactor, cut
-from signoff.model import ApprovalRequest, utcnow
+from signoff.model import ApprovalRequest, chains, utcnow
 from signoff.model.text import inert
 
 PREFIX = {"reminder": "Reminder: ", "escalation": "Escalated: "}
@@ -78,7 +78,7 @@ def call_lines(req: ApprovalRequest, redact: Redactor, limit: int = 300) -> list
     if req.kind == "inquiry":
         return []
     lines = []
-    for action, call in zip(req.action_requests, req.calls, strict=True):
+    for action, cfg, call in zip(req.action_requests, req.review_configs, req.calls, strict=True):
         line = redact.call(action.name, call.action.args, limit)
         changes = redact.changes(action.args, call.action.args, 200)
         if changes:
@@ -86,6 +86,8 @@ def call_lines(req: ApprovalRequest, redact: Redactor, limit: int = 300) -> list
         why = action.reason if changes else action.description or action.reason
         if why:
             line += f" — {cut(inert(why), 200)}"
+        if cfg.approvers.chained and call.resolution is None:
+            line += f" — {chains.progress(cfg, call)}"  # e.g. stage 2 of 2: 0 of 2 finance …
         lines.append(line)
     return lines
 

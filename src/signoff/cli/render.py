@@ -18,7 +18,7 @@ from rich.text import Text
 
 from signoff.channels.redact import Redactor
 from signoff.gate.settings import GateSettings
-from signoff.model import ApprovalRequest, Inquiry, Question, utcnow
+from signoff.model import ApprovalRequest, Inquiry, Question, chains, utcnow
 from signoff.model.text import ABSENT, changed_args, inert
 
 if TYPE_CHECKING:
@@ -86,7 +86,9 @@ def pending_table(out: Console, reqs: list[ApprovalRequest]) -> None:
         table.add_column(col, overflow="fold")  # wrapped, never cut with "…"
     for r in reqs:
         quorum = ", ".join(
-            f"{len(c.approvals)}/{c.quorum}" for c in r.calls if c.resolution is None
+            chains.progress(cfg, c) or f"{len(c.approvals)}/{c.quorum}"
+            for c, cfg in zip(r.calls, r.review_configs, strict=True)
+            if c.resolution is None
         )
         table.add_row(
             *map(
@@ -177,6 +179,10 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
             if who.any
             else ", ".join([f"role {x}" for x in who.roles] + [f"user {x}" for x in who.users])
         )
+        if who.chained:
+            group = "chain (" + chains.describe(who) + ")"
+            if call.resolution is None:
+                out.print(line("    progress: ", (chains.progress(cfg, call), "bold")))
         out.print(
             line(
                 f"    approvers: {group}; quorum {len(call.approvals)}/{call.quorum}",
@@ -266,11 +272,10 @@ def decision_summary(out: Console, r: ApprovalRequest, approver: str) -> None:
                 )
             )
         else:
+            cfg = r.config(call.tool_call_id)
+            where = chains.progress(cfg, call) or f"quorum {len(call.approvals)}/{call.quorum}"
             out.print(
-                line(
-                    f"{action.name} {call.tool_call_id}: quorum "
-                    f"{len(call.approvals)}/{call.quorum} — waiting for more approvers"
-                )
+                line(f"{action.name} {call.tool_call_id}: {where} — waiting for more approvers")
             )
     out.print(line(f"request {r.id} is {r.status}"))
     for notice in r.reroute_notices():
@@ -300,9 +305,16 @@ def explanation(out: Console, e: Any) -> None:
         )
     review = verdict.get("review")
     if review:
+        chain = review.get("chain") or []
         for key, value in review.items():
+            if key == "chain" or (chain and key == "approvers"):
+                continue  # printed as the chain below
             if value not in (None, [], "", ()):
                 out.print(line(f"  {key}: {value}"))
+        if chain:
+            out.print(line(f"  approval chain: {chain[0]}"))
+            for step in chain[1:]:
+                out.print(line(f"  {step}"))
     trace = data.get("trace") or []
     if trace:
         out.print("  evaluation:")

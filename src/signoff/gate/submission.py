@@ -35,6 +35,7 @@ from signoff.model import (
     ReviewSpec,
     ToolCall,
     Verdict,
+    chains,
     new_id,
     utcnow,
 )
@@ -258,15 +259,10 @@ def build_request(
     inquiry: Inquiry | None,
     request_id: str | None = None,
 ) -> ApprovalRequest:
-    """One request holding every reviewable call of a step; the earliest deadline wins."""
+    """One request holding every reviewable call of a step; the earliest deadline wins (for
+    an approval chain, its first stage's)."""
     now = utcnow()
     specs: list[ReviewSpec] = [v.review or ReviewSpec() for _c, v in review]
-    timeout = min(s.timeout_s for s in specs)
-    escalate_at = None
-    escalating = [s for s in specs if s.on_timeout == "escalate"]
-    if escalating:
-        after = min(s.escalate_after_s or s.timeout_s / 2 for s in escalating)
-        escalate_at = now + timedelta(seconds=after)
     actions, configs, states = [], [], []
     for (call, verdict), spec in zip(review, specs, strict=True):
         info = gate.tools.get(call.name)
@@ -291,6 +287,14 @@ def build_request(
                 action=Action(name=call.name, args=dict(call.args)),
             )
         )
+        chains.fresh(configs[-1], states[-1])
+    asked = [chains.stage_config(c, s) for c, s in zip(configs, states, strict=True)]
+    timeout = min(c.timeout_s for c in asked)
+    escalate_at = None
+    escalating = [c for c in asked if c.on_timeout == "escalate"]
+    if escalating:
+        after = min(c.escalate_after_s or c.timeout_s / 2 for c in escalating)
+        escalate_at = now + timedelta(seconds=after)
     return ApprovalRequest(
         waiter=gate.waiter_id,
         lease_until=now + timedelta(seconds=gate.settings.lease),

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from signoff.model import chains
 from signoff.model.audit import AuditEvent
 from signoff.model.errors import (
     AlreadyDecided,
@@ -130,8 +131,11 @@ def may_decide(
     by ``key`` (:func:`~signoff.model.identity.person_key`, or the policy's, with aliases)."""
     roles = frozenset(roles)
     allowed = cfg.approvers.to_approvers().admits(person, roles, key)
-    if not allowed and req.escalated and cfg.escalate_to is not None:
-        allowed = cfg.escalate_to.to_approvers().admits(person, roles, key)
+    escalate_to = cfg.escalate_to
+    if cfg.approvers.stages:  # the stage now asked may escalate to a group of its own
+        escalate_to = chains.stage_config(cfg, req.call(cfg.tool_call_id)).escalate_to
+    if not allowed and req.escalated and escalate_to is not None:
+        allowed = escalate_to.to_approvers().admits(person, roles, key)
     if not allowed:
         who = _describe_group(cfg)
         return f"{person} may not decide {cfg.action_name}: it needs {who}"
@@ -139,6 +143,8 @@ def may_decide(
 
 
 def _describe_group(cfg: ReviewConfig) -> str:
+    if cfg.approvers.chained:
+        return "someone in its approval chain (" + chains.describe(cfg.approvers) + ")"
     parts = []
     if cfg.approvers.roles:
         parts.append("a person with role " + " or ".join(cfg.approvers.roles))
@@ -243,11 +249,18 @@ def apply_decisions(
         if refusal:
             raise NotAuthorized(refusal, field="approver")
         _check_self(cfg, new, d, key)
+        if cfg.approvers.chained and d.type in ("approve", "edit"):
+            edit = d.type == "edit"
+            why = chains.refusal(
+                cfg, call, d.approver, roles, escalated=new.escalated, key=key, edit=edit
+            )
+            if why:
+                raise NotAuthorized(why, field="approver")
         reroute = (reroutes or {}).get(d.tool_call_id) if d.type == "edit" else None
         if reroute is not None:
             _reroute(new, tr, idx, d, reroute, roles, now, key)
         else:
-            _apply_one(new, tr, idx, d, now, key, (grants or {}).get(d.tool_call_id))
+            _apply_one(new, tr, idx, d, now, key, (grants or {}).get(d.tool_call_id), roles)
     if all(c.resolution is not None for c in new.calls):
         new.status = "resolved"
         new.resolved_at = now
@@ -267,7 +280,12 @@ def _is_repeat(req: ApprovalRequest, d: DecisionRecord, key: PersonKey) -> bool:
         if old.tool_call_id != d.tool_call_id:
             continue
         if d.same_as(old, key):
-            return True
+            # at a later stage of a chain, the same approve again is a new one (refused when
+            # distinct: true, counted for this stage otherwise)
+            if d.type != "approve" or req.call(d.tool_call_id).resolution is not None:
+                return True
+            cfg, call = req.config(d.tool_call_id), req.call(d.tool_call_id)
+            return chains.counted_now(cfg, call, d.approver, key)
         if old.type == "edit":
             return False
     return False
@@ -281,8 +299,9 @@ def _apply_one(
     now: datetime,
     key: PersonKey,
     grant: Grant | None = None,
+    roles: frozenset[str] = frozenset(),
 ) -> None:
-    call = new.calls[idx]
+    call, cfg = new.calls[idx], new.review_configs[idx]
     new.decisions.append(d)
     scope = d.scope if isinstance(d.scope, str) else d.scope.model_dump(by_alias=True)
     data: dict[str, object] = {"type": d.type, "channel": d.channel, "scope": scope}
@@ -292,16 +311,21 @@ def _apply_one(
         data["message"] = d.message
     if d.answers is not None:
         data["answers"] = d.answers
+    stage_started = False
     if d.type == "approve":
+        if cfg.approvers.chained:
+            if not chains.count(cfg, call, d.approver, roles, key):
+                data["counted"] = False
+            stage_started = chains.advance(cfg, call)
         # Quorum counts people, not spellings of one name. A repeat by someone already
         # counted (a new message, an approve after their own edit) is recorded and audited
         # like any change of the row, but not counted again.
-        if contains_person(call.approvals, d.approver, key):
+        elif contains_person(call.approvals, d.approver, key):
             data["counted"] = False
         else:
             call.approvals.append(d.approver)
         data["quorum"] = f"{len(call.approvals)}/{call.quorum}"
-        if len(call.approvals) >= call.quorum:
+        if chains.complete(cfg, call):
             original = new.action_requests[idx]
             edited = call.action.args != original.args
             _resolve(call, "edited" if edited else "approved", d, now)
@@ -312,16 +336,69 @@ def _apply_one(
     elif d.type == "edit":
         assert d.edited_action is not None  # checked by the gate before it gets here
         call.action = Action(name=call.action.name, args=dict(d.edited_action.args))
-        call.approvals = [d.approver]  # an edit restarts the count on the edited call
         data["edited_args"] = d.edited_action.args
-        data["quorum"] = f"1/{call.quorum}"
-        if call.quorum <= 1:
+        if cfg.approvers.chained:  # an edit restarts the chain at stage 1
+            stage_started = _restart_chain(new, idx, d.approver, roles, key)
+        else:
+            call.approvals = [d.approver]  # an edit restarts the count on the edited call
+        data["quorum"] = f"{len(call.approvals)}/{call.quorum}"
+        if chains.complete(cfg, call):
             _resolve(call, "edited", d, now)
     elif d.type == "reject":
         _resolve(call, "rejected", d, now)  # one qualified reject vetoes
     else:
         _resolve(call, "responded", d, now)
+    if cfg.approvers.chained:
+        data["progress"] = chains.progress(cfg, call)
     tr.events.append(_event(new, "decided", d.tool_call_id, at=now, actor=d.approver, **data))
+    if stage_started and call.resolution is None:
+        _start_stage(new, tr, idx, now, restarted=d.type == "edit")
+
+
+def _restart_chain(
+    new: ApprovalRequest, idx: int, editor: str, roles: frozenset[str], key: PersonKey
+) -> bool:
+    """Back to stage 1 with nobody counted, then the editor counts if stage 1 admits them
+    (not their own call: that was refused before). True when a stage (re)starts."""
+    cfg, call = new.review_configs[idx], new.calls[idx]
+    chains.fresh(cfg, call)
+    if (
+        may_decide(cfg, new, editor, roles, key) is None
+        and not is_self_approval(cfg, new, editor, key)
+        and chains.refusal(cfg, call, editor, roles, escalated=False, key=key) is None
+    ):
+        chains.count(cfg, call, editor, roles, key)
+        chains.advance(cfg, call)
+    return bool(cfg.approvers.stages)
+
+
+def _start_stage(
+    new: ApprovalRequest, tr: Transition, idx: int, now: datetime, *, restarted: bool
+) -> None:
+    """A stage of a ``stages`` chain starts: the request's deadline and escalation become
+    the stage's (its own ``timeout``/``on_timeout`` or the review's), and the
+    ``stage_started`` event tells the notification planner to ask the stage's people."""
+    cfg, call = new.review_configs[idx], new.calls[idx]
+    eff = chains.stage_config(cfg, call)
+    new.expires_at = deadline_after(now, eff.timeout_s)
+    new.escalated = False
+    new.escalate_at = None
+    if eff.on_timeout == "escalate":
+        new.escalate_at = deadline_after(now, eff.escalate_after_s or eff.timeout_s / 2)
+    tr.events.append(
+        _event(
+            new,
+            "stage_started",
+            call.tool_call_id,
+            at=now,
+            actor="system",
+            stage=call.stage + 1,
+            of=len(cfg.approvers.groups),
+            progress=chains.progress(cfg, call),
+            expires_at=new.expires_at.isoformat(),
+            restarted=restarted,
+        )
+    )
 
 
 def _reroute(
@@ -345,10 +422,15 @@ def _reroute(
     new.review_configs[idx] = reroute.config
     action.rule, action.reason = reroute.rule, reroute.reason
     call.quorum = reroute.config.approvers.quorum
-    counted = may_decide(
-        reroute.config, new, d.approver, roles, key
-    ) is None and not is_self_approval(reroute.config, new, d.approver, key)
-    call.approvals = [d.approver] if counted else []
+    chains.fresh(reroute.config, call)  # no progress of the old rule's chain carries over
+    if reroute.config.approvers.chained:
+        _restart_chain(new, idx, d.approver, roles, key)
+        counted = bool(call.approvals)
+    else:
+        counted = may_decide(
+            reroute.config, new, d.approver, roles, key
+        ) is None and not is_self_approval(reroute.config, new, d.approver, key)
+        call.approvals = [d.approver] if counted else []
     call.rerouted_from = from_rule
     data: dict[str, object] = {
         "type": "edit",
@@ -362,9 +444,13 @@ def _reroute(
     }
     if d.message:
         data["message"] = d.message
+    if reroute.config.approvers.chained:
+        data["progress"] = chains.progress(reroute.config, call)
     tr.events.append(_event(new, "edit_rerouted", d.tool_call_id, at=now, actor=d.approver, **data))
-    if len(call.approvals) >= call.quorum:
+    if chains.complete(reroute.config, call):
         _resolve(call, "edited", d, now)
+    elif reroute.config.approvers.stages:
+        _start_stage(new, tr, idx, now, restarted=True)
 
 
 def _grant_event(grant: Grant, now: datetime) -> AuditEvent:
@@ -403,25 +489,25 @@ def due_transition(req: ApprovalRequest, now: datetime) -> Transition | None:
         return None
     new = req.copy_for_update()
     tr = Transition(new)
+    # a chain's current stage brings its own deadline handling
+    configs = [
+        chains.stage_config(c, call) for c, call in zip(new.review_configs, new.calls, strict=True)
+    ]
     if new.escalate_at is not None and not new.escalated and now < new.expires_at:
         new.escalated = True
-        extension = max(
-            (c.timeout_s for c in new.review_configs if c.on_timeout == "escalate"), default=0.0
-        )
+        extension = max((c.timeout_s for c in configs if c.on_timeout == "escalate"), default=0.0)
         new.expires_at = deadline_after(new.expires_at, extension)
         tr.events.append(
             _event(new, "escalated", at=now, actor="system", expires_at=new.expires_at.isoformat())
         )
         new.version += 1
         return tr
-    late_extension = max(
-        (c.timeout_s for c in new.review_configs if c.on_timeout == "escalate"), default=0.0
-    )
+    late_extension = max((c.timeout_s for c in configs if c.on_timeout == "escalate"), default=0.0)
     if new.escalate_at is not None and not new.escalated and late_extension > 0:
         # Nobody swept before the deadline (e.g. the process was down): escalate now and give
         # the new group the full extension from now, as promised. Without an extension the
         # deadline holds and the request expires below.
-        _escalated_late(new, now)
+        _escalated_late(new, now, late_extension)
         new.escalated = True
         tr.events.append(
             _event(
@@ -435,7 +521,7 @@ def due_transition(req: ApprovalRequest, now: datetime) -> Transition | None:
         )
         new.version += 1
         return tr
-    for call, cfg in zip(new.calls, new.review_configs, strict=True):
+    for call, cfg in zip(new.calls, configs, strict=True):
         if call.resolution is not None:
             continue
         call.resolved_by = "timeout"
@@ -461,10 +547,7 @@ def due_transition(req: ApprovalRequest, now: datetime) -> Transition | None:
     return tr
 
 
-def _escalated_late(req: ApprovalRequest, now: datetime) -> ApprovalRequest:
-    extension = max(
-        (c.timeout_s for c in req.review_configs if c.on_timeout == "escalate"), default=0.0
-    )
+def _escalated_late(req: ApprovalRequest, now: datetime, extension: float) -> ApprovalRequest:
     req.escalate_at = now
     req.expires_at = deadline_after(now, extension)
     return req

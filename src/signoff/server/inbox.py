@@ -16,7 +16,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from signoff.gate.granting import grant_from_decision
-from signoff.model import ApprovalRequest, NotFound, RequestQuarantined, SignoffError
+from signoff.model import ApprovalRequest, NotFound, RequestQuarantined, SignoffError, chains
 from signoff.model.grants import GrantRequest
 from signoff.server.access import decidable_calls, may_see
 from signoff.server.actions import decide
@@ -100,6 +100,11 @@ def _row(req: ApprovalRequest, who: Identity) -> dict[str, Any]:
         "needs_me": bool(decidable_calls(who, req)),
         "approvals": sum(len(c.approvals) for c in req.calls),
         "quorum": sum(c.quorum for c in req.calls),
+        "progress": "; ".join(
+            p
+            for cfg, c in zip(req.review_configs, req.calls, strict=True)
+            if c.resolution is None and (p := chains.progress(cfg, c))
+        ),
     }
 
 

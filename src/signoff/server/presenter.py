@@ -19,7 +19,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from signoff.model import Answers, ApprovalRequest, CallState, Inquiry, ReviewConfig
+from signoff.model import Answers, ApprovalRequest, CallState, Inquiry, ReviewConfig, chains
 from signoff.model.text import ABSENT, changed_args, inert
 from signoff.policy.redact import REDACTED as REDACTED  # what a masked value looks like
 from signoff.policy.redact import NameMatcher, mask, restore
@@ -88,6 +88,8 @@ class CallView:
     grant_text: str | None = None  # what "also approve later calls" would cover, exactly
     answers: list[tuple[str, str]] = field(default_factory=list)  # a form's (question, answer)
     intent: dict[str, Any] | None = None  # the intent judge's answer (model output)
+    chain: str = ""  # an approval chain spelled out (empty without one)
+    progress: str = ""  # how far its chain is: "stage 2 of 2: 1 of 2 finance approvals"
 
 
 @dataclass
@@ -138,7 +140,9 @@ def present(
             execution=state.execution,
             allowed=allowed,
             fields=fields,
-            thread_ok=cfg.allow_thread_approval and cfg.approvers.quorum == 1,
+            thread_ok=cfg.allow_thread_approval and cfg.approvers.needs_one,
+            chain=chains.describe(cfg.approvers) if cfg.approvers.chained else "",
+            progress=chains.progress(cfg, state),
             changes=arg_changes(action.args, runs, secret_key),
             grant_text=(grant_texts or {}).get(state.tool_call_id)
             if "approve" in allowed
@@ -207,6 +211,20 @@ def arg_changes(
 def _allowed(who: Identity, req: ApprovalRequest, cfg: ReviewConfig, call_id: str) -> list[str]:
     if self_approval_only_reject(who, req, call_id):
         return [d for d in cfg.allowed_decisions if d == "reject"]
+    if cfg.approvers.chained:  # anyone in the chain may reject; approving waits for the stage
+        call = req.call(call_id)
+
+        def refused(edit: bool) -> bool:
+            why = chains.refusal(
+                cfg, call, who.name, who.roles, escalated=req.escalated, key=who.key, edit=edit
+            )
+            return why is not None
+
+        return [
+            d
+            for d in cfg.allowed_decisions
+            if not (d == "approve" and refused(False)) and not (d == "edit" and refused(True))
+        ]
     return list(cfg.allowed_decisions)
 
 

@@ -380,6 +380,7 @@ STATE_EVENTS = frozenset(
         "decided",
         "auto_approved",
         "edit_rerouted",
+        "stage_started",
         "escalated",
         "resolved",
         "expired",

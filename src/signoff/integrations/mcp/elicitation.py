@@ -115,7 +115,7 @@ def self_approvable(gate: Gate, req: ApprovalRequest, principal: str) -> bool:
         cfg = req.config(call_id)
         if cfg.forbid_self_approval or "approve" not in cfg.allowed_decisions:
             return False
-        if cfg.approvers.quorum > 1 or may_decide(cfg, req, principal, roles) is not None:
+        if not cfg.approvers.needs_one or may_decide(cfg, req, principal, roles) is not None:
             return False
     return True
 
