@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from signoff.model import ApprovalRequest, utcnow
+from signoff.model.text import inert
 from signoff.policy import Policy
 from signoff.policy.redact import mask
 
@@ -60,13 +61,20 @@ def approval_prompt(policy: Policy, req: ApprovalRequest) -> str:
     """What the in-client approval form says (deterministic per call)."""
     lines = ["signoff: an agent wants to run a tool that needs your approval."]
     for action in req.action_requests:
-        # The policy's redact_keys, like every other surface: masked at any depth.
+        # The policy's redact_keys, like every other surface: masked at any depth. Everything
+        # the agent controls is made inert (no escape codes, bidi tricks or fake lines).
         args = json.dumps(mask(action.args, policy.secret_keys), ensure_ascii=False, default=str)
-        lines.append(f"Tool: {action.name}\nArguments: {args[:1500]}")
+        lines.append(f"Tool: {inert(action.name)}\nArguments: {inert(args[:1500])}")
         if action.description:
-            lines.append(f"Why it needs approval: {action.description}")
+            lines.append(f"Why it needs approval: {inert(action.description)}")
+        if action.intent:
+            judged = action.intent
+            lines.append(
+                f"Intent check by judge {inert(str(judged.get('judge')))} (model output): "
+                f"{inert(str(judged.get('verdict')))} — {inert(str(judged.get('reason', '')))}"
+            )
         if action.rule:
-            lines.append(f"Rule: {action.rule}")
+            lines.append(f"Rule: {inert(action.rule)}")
     lines.append(f"Request {req.id}; deadline {req.expires_at.isoformat(timespec='seconds')}.")
     url = approval_url(policy, req.id)
     if url:
