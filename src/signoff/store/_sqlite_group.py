@@ -69,6 +69,8 @@ def answer(replies: list[tuple[Reply, Any, BaseException | None]]) -> None:
         reply = item[0]
         if isinstance(reply, LoopReply):
             by_loop.setdefault(reply.loop, []).append(item)
+        elif reply.done():  # its caller gave up (cancelled): nobody waits for it
+            continue
         elif item[2] is not None:
             reply.set_exception(item[2])
         else:

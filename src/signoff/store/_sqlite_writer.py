@@ -174,10 +174,12 @@ class WriterThread:
                 self._stopping = True
                 self._failure = str(exc)
                 pending, self._jobs = list(self._jobs), deque()
-            self._ready.set_exception(exc)
+            if not self._ready.done():  # a start-up that was given up on: nobody to tell
+                self._ready.set_exception(exc)
             answer([(reply, None, self._refusal()) for _, reply in pending])
             return
-        self._ready.set_result(None)
+        if not self._ready.done():
+            self._ready.set_result(None)
         try:
             self._loop(conn)
             if self._audit:  # appended while the last batch was being written
