@@ -323,6 +323,14 @@ def _release(
         assert req is not None  # a call needing a human is in the (stored or rebuilt) request
         state = req.call(call_id)
         if state.runnable:
+            # Tell the tool wrapper where the decision is (it runs moments later), so it need
+            # not look the call up in the store; it still claims the ledger before running.
+            call = calls[held.tool_call_id]
+            asked = Verdict(
+                "require_approval", req.action_request(call_id).rule, policy_hash=req.policy_hash
+            )
+            reviewed = Reviewed(call["name"], call["args"], asked, ctx, req.id)
+            s.memory.put(place.thread, call_id, reviewed)
             updates.append(RemoveMessage(id=held.id or ""))
             runnable = True
         else:

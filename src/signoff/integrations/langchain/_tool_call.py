@@ -101,7 +101,8 @@ def _recover(
 ) -> Flow[Reviewed | ToolMessage]:
     """No usable verdict in memory (a restart, a retry, or a call changed after review)."""
     call = request.tool_call
-    yield Io(s.gate.ensure_writable())
+    if not s.gate.writable:
+        yield Io(s.gate.ensure_writable())
     req = yield Io(s.gate.store.find_request_by_call(place.thread, call_id))
     if req is not None:
         action = req.action_request(call_id)
