@@ -2,14 +2,20 @@
 
 An in-process :class:`~signoff.channels.Channel` — nothing to retry, nothing to verify.
 Arguments are redacted like in any chat message; the line says how to decide.
+
+With ``interactive: true`` the agent's own terminal also asks its person (the principal)
+where the rule lets them decide (:mod:`signoff.channels.console_prompt`); without a TTY that
+part disables itself with one log line.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import TYPE_CHECKING, TextIO
 
 from signoff.channels import message
+from signoff.channels.console_prompt import Opener, TerminalPrompt, stdio_terminal
 from signoff.channels.redact import Redactor
 from signoff.model import ApprovalRequest
 
@@ -23,9 +29,24 @@ class ConsoleChannel:
 
     name = "console"
 
-    def __init__(self, config: ConsoleConfig | None = None, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        config: ConsoleConfig | None = None,
+        stream: TextIO | None = None,
+        *,
+        terminal: Opener = stdio_terminal,
+    ) -> None:
         self._stream = stream
         self._which = config.stream if config is not None else "stderr"
+        self.prompt: TerminalPrompt | None = None
+        if config is not None and config.interactive:
+            found = terminal()
+            if found is None:
+                logging.getLogger("signoff.channels.console").warning(
+                    "console channel: not a terminal, the interactive prompt is off"
+                )
+            else:
+                self.prompt = TerminalPrompt(found)
 
     @property
     def stream(self) -> TextIO:
@@ -34,6 +55,9 @@ class ConsoleChannel:
         return sys.stdout if self._which == "stdout" else sys.stderr
 
     async def notify(self, request: ApprovalRequest, gate: GateHandle) -> None:
+        if self.prompt is not None:
+            self.prompt.offer(request, gate)  # it shows the request when its turn comes
+            return
         redact = Redactor.from_policy(gate.policy)
         text = message.question(request) or "; ".join(message.call_lines(request, redact))
         self._write(
@@ -43,6 +67,8 @@ class ConsoleChannel:
         )
 
     async def resolved(self, request: ApprovalRequest, gate: GateHandle) -> None:
+        if self.prompt is not None:
+            self.prompt.changed(request)
         self._write(f"[signoff] {request.id}: {message.outcome(request)}")
 
     def _write(self, text: str) -> None:

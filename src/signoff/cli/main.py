@@ -688,6 +688,7 @@ COMMAND_MODULES = (
     "signoff.cli.db_commands",
     "signoff.cli.audit_commands",
     "signoff.cli.grant_commands",
+    "signoff.cli.watch_commands",
 )
 
 
