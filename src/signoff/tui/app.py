@@ -46,6 +46,8 @@ ModalScreen { align: center middle; }
 class InboxScreen(Screen[None]):
     """The list, its filter and the note line; the menu keys act on the selected row."""
 
+    AUTO_FOCUS = "#inbox"
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y,1", "menu('approve')", "approve"),
         Binding("n,2", "menu('reject')", "reject"),
@@ -137,12 +139,14 @@ class WatchApp(App[None]):
     @work(exclusive=True, group="load")
     async def load(self) -> None:
         try:
+            await self.source.open()  # first: a change made while we read is still heard
             found = await self.source.pending()
         except SignoffError as exc:
             self.note(f"cannot read the requests: {exc}", error=True)
             return
         for req in found:
             self.requests[req.id] = req
+            self.source.track(req.id)
         self.redraw()
         self.note(f"{len(self.requests)} pending")
         self.follow()
@@ -157,6 +161,7 @@ class WatchApp(App[None]):
         known = req.id in self.requests
         if req.pending:
             self.requests[req.id] = req
+            self.source.track(req.id)
             self.redraw()
             return
         if known:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
 from signoff.channels import menu
@@ -37,7 +38,15 @@ class Source(Protocol):
     policy: Policy | None
     where: str
 
+    async def open(self) -> None:
+        """Start hearing changes (before the first :meth:`pending`, so none is missed)."""
+        ...
+
     async def pending(self) -> list[ApprovalRequest]: ...
+
+    def track(self, request_id: str) -> None:
+        """Make sure the end of this listed request is heard."""
+        ...
 
     async def get(self, request_id: str) -> ApprovalRequest: ...
 
@@ -65,6 +74,36 @@ class LocalSource:
         self.me: str | None = me
         self.policy: Policy | None = gate.policy
         self.where = "local store"
+        self._heard: asyncio.Queue[ApprovalRequest] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._remove: Callable[[], None] | None = None
+        self._tracked: dict[str, Future[ApprovalRequest]] = {}
+
+    async def open(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await self.gate._portal.call(self.gate.astart())
+        self._remove = self.gate.store.add_listener(lambda req, _event: self._put(req))
+
+    def _put(self, req: ApprovalRequest) -> None:
+        """From any thread (the store's writer or watcher, the gate's loop)."""
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the app's loop is closed
+                self._loop.call_soon_threadsafe(self._heard.put_nowait, req)
+
+    def track(self, request_id: str) -> None:
+        """The store's own wait (push, and it re-reads after registering) also reports the
+        end of a request decided while the listener was starting up."""
+        if request_id in self._tracked:
+            return
+        future = self.gate._portal.submit(self.gate.store.wait(request_id))
+        self._tracked[request_id] = future
+
+        def ended(done: Future[ApprovalRequest]) -> None:
+            self._tracked.pop(request_id, None)
+            if not done.cancelled() and done.exception() is None:
+                self._put(done.result())
+
+        future.add_done_callback(ended)
 
     async def pending(self) -> list[ApprovalRequest]:
         return await self.gate._portal.call(self.gate.alist(status="pending", limit=PAGE))
@@ -79,20 +118,8 @@ class LocalSource:
         return await self.gate._portal.call(work)
 
     async def changes(self) -> AsyncIterator[ApprovalRequest]:
-        loop = asyncio.get_running_loop()
-        changed: asyncio.Queue[ApprovalRequest] = asyncio.Queue()
-
-        def heard(req: ApprovalRequest, _event: str) -> None:
-            with contextlib.suppress(RuntimeError):  # the app's loop is closed
-                loop.call_soon_threadsafe(changed.put_nowait, req)
-
-        await self.gate._portal.call(self.gate.astart())
-        remove = self.gate.store.add_listener(heard)
-        try:
-            while True:
-                yield await changed.get()
-        finally:
-            remove()
+        while True:
+            yield await self._heard.get()
 
     def needs_me(self, req: ApprovalRequest) -> list[str] | None:
         assert self.me is not None
@@ -107,7 +134,11 @@ class LocalSource:
         return grant.describe()
 
     async def close(self) -> None:
-        return None
+        if self._remove is not None:
+            self._remove()
+            self._remove = None
+        for future in list(self._tracked.values()):
+            future.cancel()
 
 
 class ServerSource:
@@ -118,6 +149,13 @@ class ServerSource:
         self.me: str | None = None  # learnt from the first decision the server records
         self.policy = policy
         self.where = url
+        self._tracked: set[str] = set()
+
+    async def open(self) -> None:
+        return None  # the event stream connects in changes(), then re-reads what it tracks
+
+    def track(self, request_id: str) -> None:
+        self._tracked.add(request_id)
 
     async def pending(self) -> list[ApprovalRequest]:
         from signoff.client.remote import parse_request
@@ -150,8 +188,9 @@ class ServerSource:
         return req
 
     async def changes(self) -> AsyncIterator[ApprovalRequest]:
-        """Every request an event names, re-read (an event carries no arguments); after the
-        stream breaks, it reconnects and re-reads the pending list (nothing is missed)."""
+        """Every request an event names, re-read (an event carries no arguments). Once the
+        stream is connected (and again after each reconnect) the tracked requests and the
+        pending list are re-read, so nothing decided or created meanwhile is missed."""
         broken: tuple[type[Exception], ...] = (
             OSError,
             SignoffError,
@@ -161,23 +200,37 @@ class ServerSource:
         while True:
             try:
                 async for request_id in self._event_ids():
+                    if request_id is None:  # connected: catch up
+                        async for req in self._catch_up():
+                            yield req
+                        continue
                     with contextlib.suppress(SignoffError):
                         yield await self.get(request_id)
             except broken:
                 pass
             await asyncio.sleep(RECONNECT_SECONDS)
-            with contextlib.suppress(SignoffError):
-                for req in await self.pending():
-                    yield req
 
-    async def _event_ids(self) -> AsyncIterator[str]:
+    async def _catch_up(self) -> AsyncIterator[ApprovalRequest]:
+        with contextlib.suppress(SignoffError):
+            for request_id in list(self._tracked):
+                req = await self.get(request_id)
+                if not req.pending:
+                    self._tracked.discard(request_id)
+                yield req
+            for req in await self.pending():
+                yield req
+
+    async def _event_ids(self) -> AsyncIterator[str | None]:
+        """The ids the stream names; None once, when it is connected."""
         client = self.api._client
         headers = {"Accept": "text/event-stream"}
         async with client.stream("GET", "/v1/events", headers=headers, timeout=None) as resp:
             if resp.status_code >= 400:
                 raise _StreamEnded(resp.status_code)
             async for line in resp.aiter_lines():
-                if line.startswith("data:"):
+                if line.startswith(": connected"):
+                    yield None
+                elif line.startswith("data:"):
                     with contextlib.suppress(ValueError, KeyError, TypeError):
                         yield str(json.loads(line[5:])["id"])
         raise _StreamEnded("closed")
