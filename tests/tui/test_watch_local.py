@@ -106,6 +106,7 @@ async def test_a_shows_the_exact_grant_then_confirms(agent: Gate, local_gate: Cl
         )
         await pilot.press("y")
         await until(pilot, lambda: app.table.row_count == 0, "it leaves")
+        await until(pilot, lambda: app.notes[-1].startswith("granted: also approve"), "note")
     after = stored(agent, req.id)
     grants = agent.list_grants()
     assert after.decisions[0].grant_id == grants[0].id and grants[0].created_by == "bob"

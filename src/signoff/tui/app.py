@@ -318,3 +318,5 @@ class WatchApp(App[None]):
         else:
             self.requests.setdefault(req.id, req)
             self.show(req)
+        for text in self.source.granted:
+            self.note(f"granted: {text}")

@@ -37,6 +37,8 @@ class Source(Protocol):
     me: str | None
     policy: Policy | None
     where: str
+    #: What the grants the last decision created cover, each with its exact expiry.
+    granted: list[str]
 
     async def open(self) -> None:
         """Start hearing changes (before the first :meth:`pending`, so none is missed)."""
@@ -74,6 +76,7 @@ class LocalSource:
         self.me: str | None = me
         self.policy: Policy | None = gate.policy
         self.where = "local store"
+        self.granted: list[str] = []
         self._heard: asyncio.Queue[ApprovalRequest] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._remove: Callable[[], None] | None = None
@@ -115,7 +118,14 @@ class LocalSource:
         self, request_id: str, decisions: Sequence[Mapping[str, Any]]
     ) -> ApprovalRequest:
         work = self.gate.adecide(request_id, decisions, approver=self.me, channel="cli")
-        return await self.gate._portal.call(work)
+        req = await self.gate._portal.call(work)
+        ids = [d.grant_id for d in req.decisions if d.grant_id and d.approver == self.me]
+        self.granted = []
+        for grant_id in dict.fromkeys(ids):
+            grant = await self.gate._portal.call(self.gate.store.get_grant(grant_id))
+            if grant is not None and grant.source_request == request_id:
+                self.granted.append(grant.describe())
+        return req
 
     async def changes(self) -> AsyncIterator[ApprovalRequest]:
         while True:
@@ -149,6 +159,7 @@ class ServerSource:
         self.me: str | None = None  # learnt from the first decision the server records
         self.policy = policy
         self.where = url
+        self.granted: list[str] = []
         self._tracked: set[str] = set()
 
     async def open(self) -> None:
@@ -183,6 +194,7 @@ class ServerSource:
         body = {"decisions": [{k: v for k, v in d.items() if v is not None} for d in decisions]}
         data = await self.api.call("POST", f"/v1/requests/{request_id}/decisions", json=body)
         req = parse_request(data)
+        self.granted = [str(g.get("description")) for g in data.get("grants") or []]
         if req.decisions:
             self.me = req.decisions[-1].approver
         return req
