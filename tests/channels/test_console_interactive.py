@@ -226,3 +226,17 @@ def test_interactive_is_a_channel_setting() -> None:
     assert parse({"console": {"interactive": True}}).console == ConsoleConfig(interactive=True)
     with pytest.raises(PolicyError, match="interactive"):
         parse({"console": {"interactive": "sometimes"}})
+
+
+# ---------------------------------------------------------------------- signoff mcp-proxy
+INTERACTIVE_POLICY = POLICY + "channels: {console: {interactive: true}}\n"
+
+
+def test_mcp_commands_turn_the_prompt_off_by_default(caplog: pytest.LogCaptureFixture) -> None:
+    from signoff.channels.console import for_mcp
+
+    policy = Policy.from_yaml(textwrap.dedent(INTERACTIVE_POLICY))
+    with caplog.at_level(logging.WARNING, logger="signoff.channels.console"):
+        [channel] = for_mcp(policy, prompt_tty=False)
+    assert channel.prompt is None and caplog.records == []  # off, not "not a terminal"
+    assert for_mcp(Policy.from_yaml(textwrap.dedent(POLICY)), prompt_tty=False) == []

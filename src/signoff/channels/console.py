@@ -15,13 +15,14 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from signoff.channels import message
-from signoff.channels.console_prompt import Opener, TerminalPrompt, stdio_terminal
+from signoff.channels.console_prompt import Opener, TerminalPrompt, dev_tty, stdio_terminal
 from signoff.channels.redact import Redactor
 from signoff.model import ApprovalRequest
 
 if TYPE_CHECKING:
     from signoff.channels.config import ConsoleConfig
     from signoff.channels.host import GateHandle
+    from signoff.policy import Policy
 
 
 class ConsoleChannel:
@@ -73,3 +74,19 @@ class ConsoleChannel:
 
     def _write(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
+
+
+def for_mcp(policy: Policy, *, prompt_tty: bool) -> list[ConsoleChannel]:
+    """The console channel as ``signoff mcp-proxy`` / ``inquiry-server`` run it: the MCP
+    client's own UI owns the terminal, so the interactive prompt is off unless
+    ``--prompt-tty`` asks for it, and then it uses ``/dev/tty`` — never the MCP stdio stream.
+    (Passed to the gate, it replaces the policy's ``console`` channel.)"""
+    from signoff.channels.config import ConsoleConfig, parse
+
+    section = policy.sections.get("channels") or {}
+    configured = parse(section).console if section else None
+    if configured is None and not prompt_tty:
+        return []
+    base = configured or ConsoleConfig()
+    config = base.model_copy(update={"interactive": prompt_tty})
+    return [ConsoleChannel(config, terminal=dev_tty)]
