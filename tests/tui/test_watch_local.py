@@ -221,3 +221,40 @@ async def test_hostile_agent_text_is_inert(agent: Gate, local_gate: CliGate) -> 
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, DetailScreen), "closed")
         assert app.is_running  # the [@click=app.quit] did nothing
+
+
+async def test_ctrl_e_edits_the_arguments_as_json_in_editor(
+    agent: Gate, local_gate: CliGate, tmp_path: Any, monkeypatch: Any
+) -> None:
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nsed -i "s/50000/20000/" "$1"\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("VISUAL", str(editor))
+    req = ask(agent)
+    app = make_app(local_gate)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: app.table.row_count == 1, "listed")
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, EditScreen), "the form opens")
+        await pilot.press("ctrl+e")
+        await until(pilot, lambda: app.table.row_count == 0, "it leaves")
+    assert stored(agent, req.id).calls[0].action.args == {"amount": 20000, "to": "ACME"}
+
+
+async def test_editor_changing_a_fixed_argument_is_refused_in_the_form(
+    agent: Gate, local_gate: CliGate, tmp_path: Any, monkeypatch: Any
+) -> None:
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nsed -i "s/ACME/EVIL/" "$1"\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("VISUAL", str(editor))
+    req = ask(agent)
+    app = make_app(local_gate)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: app.table.row_count == 1, "listed")
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, EditScreen), "the form opens")
+        await pilot.press("ctrl+e")
+        error = app.screen.query_one(".error", Static)
+        await until(pilot, lambda: "to may not be edited" in str(error.render()), "refused")
+    assert stored(agent, req.id).pending

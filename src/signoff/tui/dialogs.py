@@ -11,12 +11,13 @@ import os
 import shlex
 import subprocess
 import tempfile
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
@@ -121,7 +122,7 @@ class EditScreen(ModalScreen[dict[str, Any] | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss(None)", "cancel"),
-        Binding("ctrl+e", "external", "$EDITOR"),
+        Binding("ctrl+e", "external", "$EDITOR", priority=True),  # over Input's ctrl+e
         Binding("ctrl+s", "save", "send"),
     ]
 
@@ -153,15 +154,16 @@ class EditScreen(ModalScreen[dict[str, Any] | None]):
 
     def action_external(self) -> None:
         args = self.req.call(self.call_id).action.args
-        text = json.dumps(args, indent=2, ensure_ascii=False)
-        with tempfile.NamedTemporaryFile("w+", suffix=".json", encoding="utf-8") as f:
-            f.write(text + "\n")
-            f.flush()
-            editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
-            with self.app.suspend():
-                subprocess.run([*editor, f.name], check=False)
-            f.seek(0)
-            written = f.read()
+        editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+        with tempfile.TemporaryDirectory(prefix="signoff-edit-") as tmp:
+            path = Path(tmp) / "args.json"
+            path.write_text(json.dumps(args, indent=2, ensure_ascii=False) + "\n", "utf-8")
+            try:
+                with self.app.suspend():  # the editor gets the terminal
+                    subprocess.run([*editor, str(path)], check=False)
+            except SuspendNotSupported:  # no terminal to hand over (headless)
+                subprocess.run([*editor, str(path)], check=False, stdin=subprocess.DEVNULL)
+            written = path.read_text("utf-8")  # editors may replace the file: read it anew
         try:
             self._finish(menu.parse_args_json(written))
         except SignoffError as exc:
