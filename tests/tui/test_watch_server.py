@@ -60,6 +60,8 @@ async def test_the_servers_refusal_shows_inline(server: Server) -> None:
     app = make_app(server, "frank")  # no role: the rule does not admit frank
     async with app.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: app.table.row_count == 1, "listed")
+        you = app.table.get_row(request_id)[-1]
+        assert you.plain == "?"  # the server does not say who a token is
         await pilot.press("y")
         await until(pilot, lambda: app.notes[-1].startswith("refused:"), "refused inline")
         assert app.table.row_count == 1

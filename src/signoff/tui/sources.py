@@ -254,10 +254,11 @@ class ServerSource:
         return (httpx.HTTPError,)
 
     def needs_me(self, req: ApprovalRequest) -> list[str] | None:
-        if self.me is None:
+        """Known only with the token's person (after a first decision) and their roles (from
+        a local copy of the policy, ``--config``); else None — the server still decides."""
+        if self.me is None or self.policy is None:
             return None
-        roles = self.policy.roles_of(self.me) if self.policy is not None else ()
-        return menu.needs_person(req, self.me, roles)
+        return menu.needs_person(req, self.me, self.policy.roles_of(self.me))
 
     def grant_text(self, req: ApprovalRequest, call_id: str) -> str:
         """The server sets the expiry (its ``grants.default_ttl``); the scope is exactly this."""
