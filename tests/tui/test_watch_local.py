@@ -258,3 +258,28 @@ async def test_editor_changing_a_fixed_argument_is_refused_in_the_form(
         error = app.screen.query_one(".error", Static)
         await until(pilot, lambda: "to may not be edited" in str(error.render()), "refused")
     assert stored(agent, req.id).pending
+
+
+async def test_detail_masks_secret_arguments(agent: Gate, local_gate: CliGate) -> None:
+    ask(agent, args={"amount": 50_000, "to": "ACME", "api_key": "sk-live-123"})
+    app = make_app(local_gate)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await until(pilot, lambda: app.table.row_count == 1, "listed")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen), "detail")
+        shown = str(app.screen.query_one("#detail-body", Static).render())
+        assert '"api_key": "••••••"' in shown and "sk-live-123" not in shown
+
+
+async def test_a_menu_key_in_the_detail_acts_on_that_request(
+    agent: Gate, local_gate: CliGate
+) -> None:
+    req = ask(agent)
+    app = make_app(local_gate)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: app.table.row_count == 1, "listed")
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen), "detail")
+        await pilot.press("1")
+        await until(pilot, lambda: app.table.row_count == 0, "approved from the detail")
+    assert stored(agent, req.id).calls[0].resolution == "approved"
