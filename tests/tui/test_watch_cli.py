@@ -46,3 +46,14 @@ def test_an_invalid_policy_names_the_problem(config: Path) -> None:
     config.write_text("version: 1\ntools: {x: {default: maybe}}\n")
     code, out = watch("--config", str(config), "--as", "bob")
     assert code == 2 and "tools.x" in out
+
+
+def test_the_core_and_the_cli_never_import_textual() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, signoff, signoff.cli, signoff.channels.registry; "
+        "assert 'textual' not in sys.modules and 'signoff.tui' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
