@@ -124,6 +124,7 @@ def test_the_principal_approves_at_their_own_terminal(gate: Gate, term: Pty) -> 
     assert "[a/3]" not in shown  # a grant needs its scope shown: signoff watch
     term.type("y")
     assert join() == "ran deploy {'env': 'prod'}"
+    term.expect("✅ Approved by erin")  # the outcome line, on the same terminal
     decided = gate.run_sync(gate.alist(status="resolved"))[0]
     assert decided.decisions[0].approver == "erin" and decided.decisions[0].channel == "console"
 

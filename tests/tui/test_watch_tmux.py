@@ -90,3 +90,34 @@ def test_watch_in_a_real_terminal(config: Path, agent: Gate, tmux: Tmux) -> None
     tmux.keys("q")
     tmux.until(lambda s: "signoff watch" not in s, "the app quitting")
     assert agent.run_sync(agent.get(second.id)).pending
+
+
+PROMPT_TTY_AGENT = """
+import os, sys, textwrap
+from signoff import Gate, Policy
+from signoff.channels.console import for_mcp
+
+# stdio away from the terminal, as for an MCP stdio server: only /dev/tty reaches it
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+policy = Policy.from_interrupt_on({"deploy": True})
+with Gate(policy, channels=for_mcp(policy, prompt_tty=True), interactive=True) as gate:
+    deploy = gate.guard(lambda env: f"deployed {env}", name="deploy", on_reject="return")
+    with gate.context(principal="erin", agent="mcp-client", thread="t-1"):
+        result = deploy(env="prod")
+with open(sys.argv[1], "w") as out:
+    out.write(result)
+"""
+
+
+def test_prompt_tty_asks_on_dev_tty_with_stdio_elsewhere(tmp_path: Path, tmux: Tmux) -> None:
+    result, script = tmp_path / "result.txt", tmp_path / "agent.py"
+    script.write_text(PROMPT_TTY_AGENT)
+    # started from a shell, as a user starts an MCP client; the shell waits for "done"
+    tmux.start(["sh", "-c", f"'{sys.executable}' '{script}' '{result}'; read done"])
+    screen = tmux.until(lambda s: "your answer:" in s, "the prompt on /dev/tty")
+    assert 'deploy(env="prod")' in screen and "[y/1] approve" in screen
+    tmux.keys("y", "Enter")
+    tmux.until(lambda s: "✅ Approved by erin" in s, "the outcome line")
+    assert result.read_text() == "deployed prod"

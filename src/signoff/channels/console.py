@@ -73,6 +73,9 @@ class ConsoleChannel:
         self._write(f"[signoff] {request.id}: {message.outcome(request)}")
 
     def _write(self, text: str) -> None:
+        if self.prompt is not None:  # the terminal that asks also hears how it ended
+            self.prompt.terminal.write(text + "\n")
+            return
         print(text, file=self.stream, flush=True)
 
 
