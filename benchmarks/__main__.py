@@ -24,7 +24,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import channels, cycles, grants, guard, intent, metrics, policy, resume, server
+from benchmarks import (
+    agent_sdks,
+    channels,
+    cycles,
+    grants,
+    guard,
+    intent,
+    metrics,
+    non_interactive,
+    policy,
+    resume,
+    server,
+)
 from benchmarks import langchain as langchain_agents
 from benchmarks import mcp as mcp_proxy
 from benchmarks import postgres as postgres_replicas
@@ -60,6 +72,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "SignoffMiddleware vs LangChain's HITL middleware: ungated step, approve cycle",
         ),
         _entry(
+            "agent-sdks",
+            agent_sdks,
+            "OpenAI Agents SDK and Pydantic AI adapters vs each SDK alone: allowed call, cycle",
+        ),
+        _entry(
             "postgres",
             postgres_replicas,
             "PostgreSQL replicas: statement costs, wake across replicas, cycles/s, sweeper",
@@ -79,6 +96,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "grants",
             grants,
             "Grants: check with 1,000 active grants vs none; revocation seen by another process",
+        ),
+        _entry(
+            "non_interactive",
+            non_interactive,
+            "Non-interactive runs: shell allow-list check µs; an allow-listed guarded call",
         ),
     )
 }

@@ -6,11 +6,15 @@ callbacks get through (must be none).
   pointed at a loopback receiver. Latency = start of ``gate.asubmit`` → the receiver
   reading the first request about it (``time.monotonic``, same process). Requests one at a
   time, so this is the path's latency, not throughput.
-* **forged callbacks**: ``signoff serve`` on loopback with Slack, Discord, LINE and
-  Standard Webhooks inbound; each attempt targets a fresh pending request: wrong secret or
-  key, tampered body, stale and future timestamps, missing or empty signatures, a form
-  re-encoded after signing, a validly signed callback from an unknown platform user or
-  from a person without the role, and a replay of a valid callback. Accepted = the
+* **per channel**: the same, on a memory gate with one channel at a time (Slack, LINE,
+  Telegram, Feishu, DingTalk), each against a stand-in answering in its wire format.
+* **forged callbacks**: ``signoff serve`` on loopback with Slack, Discord, LINE, Telegram,
+  Feishu, DingTalk and Standard Webhooks inbound; each attempt targets a fresh pending
+  request: wrong secret or key, tampered body, stale and future timestamps (where the
+  platform signs one), missing or empty signatures, a form re-encoded after signing, a
+  forged Telegram button token, a DingTalk token of another user, a validly signed
+  callback from an unknown platform user or from a person without the role, and a replay
+  of a valid callback. Accepted = the
   request changed or the endpoint answered as if it had acted.
 """
 
@@ -22,6 +26,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import tempfile
 import textwrap
 import threading
@@ -46,9 +51,35 @@ SLACK_SECRET = "bench-slack-signing-secret"
 RESPONSE_URL = {"url": "https://hooks.slack.com/actions/x"}  # the receiver's, once it runs
 LINE_SECRET = "bench-line-channel-secret"
 WEBHOOK_SECRET = "whsec_" + base64.b64encode(b"b" * 32).decode()
+TELEGRAM_SECRET = "bench-telegram-secret"
+FEISHU_VERIFY = "bench-feishu-verification-token"
+FEISHU_KEY = "bench-feishu-encrypt-key"
+DINGTALK_SECRET = "bench-dingtalk-app-secret"
+REQUEST_ID = re.compile(r"req_[A-Za-z0-9_-]{16}")
+#: The channels of the headline latency (as measured before Telegram/Feishu/DingTalk).
+LATENCY_SET = ("slack", "discord", "line", "webhooks")
+#: Each measured alone, for a ratio between channels within one run.
+PER_CHANNEL = ("slack", "line", "telegram", "feishu", "dingtalk")
 
 
 # ---------------------------------------------------------------------- provider stand-in
+def _answer(path: str, arrived: float) -> dict[str, Any]:
+    """Each provider's success answer."""
+    if "/slack/" in path:
+        return {"ok": True, "channel": "D1", "ts": f"{arrived:.6f}"}
+    if "/telegram/" in path:
+        return {"ok": True, "result": {"message_id": 1, "chat": {"id": 1}}}
+    if path.endswith("/tenant_access_token/internal"):
+        return {"code": 0, "tenant_access_token": "t-bench", "expire": 7200}
+    if "/feishu/" in path:
+        return {"code": 0, "data": {"message_id": "om_1"}}
+    if path.endswith("/oauth2/accessToken"):
+        return {"accessToken": "dt-bench", "expireIn": 7200}
+    if "/dingtalk/" in path:
+        return {"success": True, "result": {"deliverResults": [{"success": True}]}}
+    return {"id": "1"}
+
+
 class Receiver:
     """Loopback HTTP server answering like Slack/Discord/LINE/a subscriber; notes when the
     first request mentioning each request id arrived."""
@@ -67,14 +98,10 @@ class Receiver:
                 arrived = time.monotonic()
                 text = body.decode("utf-8", "replace")
                 with outer._cond:
-                    for token in text.replace('"', " ").replace("\\", " ").split():
-                        if token.startswith("req_") and token not in outer.first:
-                            outer.first[token.rstrip(",):.")] = arrived
+                    for token in REQUEST_ID.findall(text):  # in a button, a URL, a text…
+                        outer.first.setdefault(token, arrived)
                     outer._cond.notify_all()
-                if "/slack/" in self.path:
-                    out = {"ok": True, "channel": "D1", "ts": f"{arrived:.6f}"}
-                else:
-                    out = {"id": "1"}
+                out = _answer(self.path, arrived)
                 data = json.dumps(out).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -82,7 +109,7 @@ class Receiver:
                 self.end_headers()
                 self.wfile.write(data)
 
-            do_PATCH = do_POST
+            do_PATCH = do_PUT = do_POST
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -110,13 +137,16 @@ class Receiver:
         self.server.server_close()
 
 
-def policy_yaml(url: str, public_key: str) -> str:
-    return textwrap.dedent(
+def policy_yaml(url: str, public_key: str, only: tuple[str, ...] | None = None) -> str:
+    """Every channel, or ``only`` these (the latency runs)."""
+    text = textwrap.dedent(
         f"""\
         version: 1
         people:
-          alice: {{roles: [finance], slack: UALICE, discord: "1001", line: Ualice}}
-          dave:  {{roles: [ops], slack: UDAVE, discord: "1004", line: Udave}}
+          alice: {{roles: [finance], slack: UALICE, discord: "1001", line: Ualice,
+                  telegram: 5001, feishu: ou_alice, dingtalk: "0501"}}
+          dave:  {{roles: [ops], slack: UDAVE, discord: "1004", line: Udave,
+                  telegram: 5004, feishu: ou_dave, dingtalk: "0504"}}
           erin:  {{roles: []}}
         tools:
           transfer_funds:
@@ -130,11 +160,35 @@ def policy_yaml(url: str, public_key: str) -> str:
                     public_key: "{public_key}", api_url: "{url}/discord/api/v10"}}
           line: {{channel_access_token: "${{B_LINE_TOKEN}}", channel_secret: "${{B_LINE_SECRET}}",
                  api_url: "{url}/line"}}
+          telegram: {{bot_token: "${{B_TELEGRAM_TOKEN}}", webhook_secret: "${{B_TELEGRAM_SECRET}}",
+                     api_url: "{url}/telegram"}}
+          feishu: {{app_id: cli_bench, app_secret: "${{B_FEISHU_SECRET}}",
+                   verification_token: "${{B_FEISHU_VERIFY}}", encrypt_key: "${{B_FEISHU_KEY}}",
+                   api_url: "{url}/feishu"}}
+          dingtalk: {{app_key: dingbench, app_secret: "${{B_DINGTALK_SECRET}}", robot_code: r,
+                     card_template_id: t, callback_route_key: k, api_url: "{url}/dingtalk"}}
           webhooks:
             - {{url: "{url}/hook", secret: "${{B_WEBHOOK_SECRET}}"}}
           delivery: {{poll: 1}}
         """
     )
+    if only is None:
+        return text
+    head, _, rest = text.partition("channels:\n")
+    keep = (*only, "delivery")
+    kept = [b for b in _channel_blocks(rest) if b.lstrip().split(":", 1)[0] in keep]
+    return head + "channels:\n" + "".join(kept)
+
+
+def _channel_blocks(section: str) -> list[str]:
+    """The ``channels:`` section split into one text block per top-level key."""
+    blocks: list[str] = []
+    for line in section.splitlines(keepends=True):
+        if (line.startswith("  ") and not line.startswith("   ")) or not blocks:
+            blocks.append(line)
+        else:
+            blocks[-1] += line
+    return blocks
 
 
 def set_secrets() -> None:
@@ -146,6 +200,12 @@ def set_secrets() -> None:
             "B_LINE_TOKEN": "line-bench",
             "B_LINE_SECRET": LINE_SECRET,
             "B_WEBHOOK_SECRET": WEBHOOK_SECRET,
+            "B_TELEGRAM_TOKEN": "1:telegram-bench",
+            "B_TELEGRAM_SECRET": TELEGRAM_SECRET,
+            "B_FEISHU_SECRET": "feishu-bench",
+            "B_FEISHU_VERIFY": FEISHU_VERIFY,
+            "B_FEISHU_KEY": FEISHU_KEY,
+            "B_DINGTALK_SECRET": DINGTALK_SECRET,
         }
     )
 
@@ -185,14 +245,20 @@ def notify_latency(n: int) -> dict[str, Any]:
     set_secrets()
     rec = Receiver()
     _key, public = _ed25519()
-    text = policy_yaml(rec.url, public)
+    text = policy_yaml(rec.url, public, LATENCY_SET)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             sqlite = asyncio.run(_latency(SQLiteStore(Path(tmp) / "b.db"), text, rec, n))
         memory = asyncio.run(_latency(MemoryStore(), text, rec, n))
+        alone = {
+            name: asyncio.run(
+                _latency(MemoryStore(), policy_yaml(rec.url, public, (name,)), rec, n)
+            )
+            for name in PER_CHANNEL
+        }
     finally:
         rec.close()
-    return {"sqlite": sqlite, "memory": memory}
+    return {"sqlite": sqlite, "memory": memory, "per_channel": alone}
 
 
 # ---------------------------------------------------------------------- forged callbacks
@@ -261,6 +327,61 @@ def _webhook(
     raw = body.encode()
     headers = {"webhook-id": mid, "webhook-timestamp": str(ts)}
     return {**headers, "webhook-signature": sign(secret, mid, ts, raw)}, raw
+
+
+def _telegram(
+    request_id: str, user: int, *, secret: str = TELEGRAM_SECRET, action: str = "a"
+) -> tuple[dict[str, str], bytes]:
+    from signoff.channels.telegram import seal
+
+    query = {
+        "id": uuid.uuid4().hex,
+        "from": {"id": user},
+        "data": seal(TELEGRAM_SECRET, action, request_id),
+    }
+    body = json.dumps({"update_id": int.from_bytes(os.urandom(6)), "callback_query": query})
+    return {"x-telegram-bot-api-secret-token": secret}, body.encode()
+
+
+def _feishu(
+    request_id: str, open_id: str, *, sign_key: str = FEISHU_KEY, age: float = 0.0,
+    token: str = FEISHU_VERIFY,
+) -> tuple[dict[str, str], bytes]:  # fmt: skip
+    from cryptography.hazmat.primitives import padding
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    event = {
+        "schema": "2.0",
+        "header": {"event_id": uuid.uuid4().hex, "token": token,
+                   "event_type": "card.action.trigger"},
+        "event": {"operator": {"open_id": open_id},
+                  "action": {"value": {"a": "approve", "r": request_id}, "tag": "button"}},
+    }  # fmt: skip
+    padder = padding.PKCS7(128).padder()
+    plain = padder.update(json.dumps(event).encode()) + padder.finalize()
+    iv = os.urandom(16)
+    aes = Cipher(algorithms.AES(hashlib.sha256(FEISHU_KEY.encode()).digest()), modes.CBC(iv))
+    enc = aes.encryptor()
+    sealed = base64.b64encode(iv + enc.update(plain) + enc.finalize()).decode()
+    body = json.dumps({"encrypt": sealed}).encode()
+    ts, nonce = str(int(time.time() - age)), uuid.uuid4().hex
+    sig = hashlib.sha256((ts + nonce + sign_key).encode() + body).hexdigest()
+    headers = {"x-lark-request-timestamp": ts, "x-lark-request-nonce": nonce,
+               "x-lark-signature": sig}  # fmt: skip
+    return headers, body
+
+
+def _dingtalk(
+    request_id: str, user: str, *, secret: str = DINGTALK_SECRET, token_user: str | None = None
+) -> tuple[dict[str, str], bytes]:
+    from signoff.channels.dingtalk import token
+
+    track = f"ob_{uuid.uuid4().hex[:22]}"
+    mac = token(secret, track, token_user or user, "approve", request_id)
+    params = {"action": "approve", "request_id": request_id, "token": mac}
+    private = json.dumps({"cardPrivateData": {"actionIds": ["a"], "params": params}})
+    body = {"outTrackId": track, "userId": user, "type": "actionCallback", "value": private}
+    return {}, json.dumps(body).encode()
 
 
 def _tamper(make: Callable[[str], tuple[dict[str, str], bytes]], old: str, new: str) -> Any:
@@ -335,7 +456,46 @@ def attempts(key: Any, wrong_key: Any) -> list[Attempt]:
         ]
         if path == "/hooks/slack":
             out.append((path, "re-encoded form", _tamper(valid, "%22", "%27")))
-    return out
+    return out + unsigned_platforms()
+
+
+def unsigned_platforms() -> list[Attempt]:
+    """Telegram (a static secret header, no timestamp), Feishu (signed and encrypted) and
+    DingTalk (our own token): the forgeries that apply to each."""
+    tg, fs, dt = "/hooks/telegram", "/hooks/feishu", "/hooks/dingtalk"
+    return [
+        (tg, "wrong secret or key", lambda r: _telegram(r, 5001, secret="guessed")),
+        (tg, "no signature", lambda r: _telegram(r, 5001, secret="")),
+        (tg, "tampered body", _tamper(lambda r: _telegram(r, 5001), "5001", "5004")),
+        (
+            tg,
+            "forged button token",
+            lambda r: _tamper(lambda q: _telegram(q, 5001), '"data": "', '"data": "A')(r),
+        ),
+        (tg, "unknown user", lambda r: _telegram(r, 9999)),
+        (tg, "user without the role", lambda r: _telegram(r, 5004)),
+        (fs, "wrong secret or key", lambda r: _feishu(r, "ou_alice", sign_key="guessed")),
+        (
+            fs,
+            "tampered body",
+            _tamper(lambda r: _feishu(r, "ou_alice"), '"encrypt": "', '"encrypt": "A'),
+        ),
+        (fs, "stale timestamp", lambda r: _feishu(r, "ou_alice", age=600.0)),
+        (fs, "future timestamp", lambda r: _feishu(r, "ou_alice", age=-600.0)),
+        (fs, "no signature", _strip(lambda r: _feishu(r, "ou_alice"), "x-lark-signature")),
+        (fs, "wrong verification token", lambda r: _feishu(r, "ou_alice", token="guessed")),
+        (fs, "unknown user", lambda r: _feishu(r, "ou_nobody")),
+        (fs, "user without the role", lambda r: _feishu(r, "ou_dave")),
+        (dt, "wrong secret or key", lambda r: _dingtalk(r, "0501", secret="guessed")),
+        (dt, "another user's token", lambda r: _dingtalk(r, "0501", token_user="0504")),
+        (
+            dt,
+            "tampered body",
+            _tamper(lambda r: _dingtalk(r, "0504"), '"userId": "0504"', '"userId": "0501"'),
+        ),
+        (dt, "unknown user", lambda r: _dingtalk(r, "0999")),
+        (dt, "user without the role", lambda r: _dingtalk(r, "0504")),
+    ]
 
 
 def _acted(path: str, response: httpx.Response) -> bool:
@@ -346,6 +506,14 @@ def _acted(path: str, response: httpx.Response) -> bool:
         return "decided" in response.json().get("results", [])
     if path == "/hooks/discord":
         return response.json().get("type") == 7
+    if path == "/hooks/telegram":
+        return response.json().get("result") == "decided"
+    if path == "/hooks/feishu":
+        return (
+            "card" in response.json() or response.json().get("toast", {}).get("type") == "success"
+        )
+    if path == "/hooks/dingtalk":
+        return "status" in response.json().get("cardData", {}).get("cardParamMap", {})
     return path == "/hooks/webhook"  # Slack answers 200 either way; the request state tells
 
 
@@ -380,6 +548,9 @@ def forged_suite(rounds: int) -> dict[str, Any]:
                 ("/hooks/discord", lambda r: _discord(key, r, "1001")),
                 ("/hooks/line", lambda r: _line(r, "Ualice")),
                 ("/hooks/webhook", lambda r: _webhook(r, "alice")),
+                ("/hooks/telegram", lambda r: _telegram(r, 5001)),
+                ("/hooks/feishu", lambda r: _feishu(r, "ou_alice")),
+                ("/hooks/dingtalk", lambda r: _dingtalk(r, "0501")),
             ):
                 rid = gate.run_sync(_submit(gate, tried))
                 headers, body = valid(rid)
@@ -406,7 +577,8 @@ def run(quick: bool) -> dict[str, Any]:
             "notify: SQLite FULL / memory gate, Slack app + Standard Webhooks subscriber on a "
             "loopback receiver, asubmit -> first request about it received, sequential; "
             "forged: signoff serve on loopback, signed-for-real forgeries against "
-            "/hooks/{slack,discord,line,webhook}, each on a fresh pending request"
+            "/hooks/{slack,discord,line,telegram,feishu,dingtalk,webhook}, each on a fresh "
+            "pending request; per_channel: each channel alone on a memory gate"
         ),
         "notify": notify_latency(30 if quick else 200),
         "forged": forged_suite(1 if quick else 5),
@@ -435,7 +607,16 @@ def rows(result: dict[str, Any]) -> list[Row]:
             f"{f['accepted']} / {f['tried']}",
             f"0 accepted: {mark(met[FORGED_TARGET.describe()])}",
             "bad/missing signatures, tampering, stale/future, unknown or unqualified users, "
-            "replays; Slack, Discord, LINE, Standard Webhooks",
+            "replays; Slack, Discord, LINE, Telegram, Feishu, DingTalk, Standard Webhooks",
         )
     )
+    for name, r in result["notify"].get("per_channel", {}).items():
+        out.append(
+            Row(
+                f"first notification received, {name} alone (memory), p50/p99",
+                f"{fmt(r['first_ms']['median'], 'ms', 1)} / {fmt(r['first_ms']['p99'], 'ms', 1)}",
+                "",
+                f"submit → loopback stand-in of {name}'s API; n={r['requests']}",
+            )
+        )
     return out

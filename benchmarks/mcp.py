@@ -6,6 +6,9 @@ upstream directly.
   dispatcher and on 2025-11-25 (JSON-RPC over memory streams).
 * **stdio**: the client spawns ``python -m signoff mcp-proxy -- python upstream`` (3 processes)
   against the client spawning the upstream alone (2 processes): the cost of the extra hop.
+* **http**: the upstream serves streamable HTTP on loopback; the client calls it directly, and
+  through ``signoff mcp-proxy --transport http --upstream u=<its URL>`` (also on loopback),
+  on 2025-11-25 (sessions, SSE) and 2026-07-28. ``ratio`` = proxied median / direct median.
 
 Every call is ``echo``, which the policy allows: the proxy runs the schema check, the policy
 and an ``allowed`` audit event (SQLite store, batched writer) on each. Direct and proxied
@@ -16,8 +19,11 @@ pass-through at ~0.4-0.7 ms in-process and ~3-4 ms for the stdio hop.
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -34,6 +40,9 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS = [
     Target("in_process.modern.added_ms", "<=", 0.5, "ms"),
     Target("stdio.added_ms", "<=", 3.5, "ms"),
+    Target("stdio.ratio", "<=", 2.2, "x"),
+    Target("http.legacy.ratio", "<=", 1.6, "x"),
+    Target("http.modern.ratio", "<=", 1.6, "x"),
 ]
 POLICY = textwrap.dedent(
     """\
@@ -63,11 +72,13 @@ async def _paired(direct: Call, proxied: Call, n: int, warmup: int) -> dict[str,
             await call()
             times[name].append((clock() - start) / 1e6)
     diffs = [p - d for p, d in zip(times["proxied"], times["direct"], strict=True)]
+    direct_median = statistics.median(times["direct"])
     return {
         "calls": n,
         "direct_ms": summarize(times["direct"], 3),
         "proxied_ms": summarize(times["proxied"], 3),
         "added_ms": round(statistics.median(diffs), 3),
+        "ratio": round(statistics.median(times["proxied"]) / direct_median, 2),
     }
 
 
@@ -115,6 +126,68 @@ async def _stdio(directory: Path, n: int, warmup: int) -> dict[str, Any]:
     return result
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _listening(port: int, process: subprocess.Popen[bytes]) -> None:
+    for _ in range(600):
+        if process.poll() is not None:
+            raise RuntimeError(f"a benchmark server exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("a benchmark server never listened")
+
+
+async def _http(directory: Path, n: int, warmup: int) -> dict[str, Any]:
+    from mcp import Client
+
+    # httpx2 logs every request at INFO (and importing MCPServer configured INFO logging):
+    # measure the calls, not the console.
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+
+    config = directory / "signoff.yaml"
+    config.write_text(POLICY, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    up_port, proxy_port = _free_port(), _free_port()
+    upstream_url = f"http://127.0.0.1:{up_port}/mcp"
+    proxy_url = f"http://127.0.0.1:{proxy_port}/mcp"
+    quiet = {"cwd": ROOT, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    upstream = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks._mcp_upstream", "--http", str(up_port)], **quiet
+    )
+    proxy_cmd = [sys.executable, "-m", "signoff", "mcp-proxy", "-c", str(config)]
+    proxy_cmd += ["--transport", "http", "--port", str(proxy_port)]
+    proxy_cmd += ["--upstream", f"u={upstream_url}"]
+    proxy = subprocess.Popen(proxy_cmd, **quiet)
+    try:
+        _listening(up_port, upstream)
+        _listening(proxy_port, proxy)
+        out: dict[str, Any] = {}
+        for name, mode in (("legacy", "legacy"), ("modern", "auto")):
+            async with (
+                Client(upstream_url, mode=mode) as direct,
+                Client(proxy_url, mode=mode) as proxied,
+            ):
+                out[name] = await _paired(
+                    lambda d=direct: d.call_tool("echo", {"text": "x"}),
+                    lambda p=proxied: p.call_tool("echo", {"text": "x"}),
+                    n,
+                    warmup,
+                )
+                out[name]["protocol"] = proxied.protocol_version
+        return out
+    finally:
+        for process in (proxy, upstream):
+            process.terminate()
+            process.wait(30)
+
+
 async def _all(quick: bool) -> dict[str, Any]:
     n, warmup = (150, 20) if quick else (600, 60)
     with tempfile.TemporaryDirectory() as tmp:
@@ -122,7 +195,8 @@ async def _all(quick: bool) -> dict[str, Any]:
         modern = await _in_process(directory, "auto", n, warmup)
         legacy = await _in_process(directory, "legacy", n, warmup)
         stdio = await _stdio(directory, n // 2 if quick else n, warmup)
-    return {"in_process": {"modern": modern, "legacy": legacy}, "stdio": stdio}
+        http = await _http(directory, n // 2 if quick else n, warmup)
+    return {"in_process": {"modern": modern, "legacy": legacy}, "stdio": stdio, "http": http}
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -139,6 +213,7 @@ def rows(result: dict[str, Any]) -> list[Row]:
     modern = result["in_process"]["modern"]
     legacy = result["in_process"]["legacy"]
     stdio = result["stdio"]
+    http = result["http"]
     return [
         Row(
             "mcp proxy added latency, in-process (2026-07-28)",
@@ -160,5 +235,21 @@ def rows(result: dict[str, Any]) -> list[Row]:
             f"<= 3.5 ms ({mark(ok.get(TARGETS[1].describe(), False))})",
             f"direct {stdio['direct_ms']['median']} ms, proxied "
             f"{stdio['proxied_ms']['median']} ms ({stdio['protocol']})",
+        ),
+        Row(
+            "mcp proxy stdio round trip, proxied / direct",
+            fmt(stdio["ratio"], "x", 2),
+            f"<= 2.2x ({mark(ok.get(TARGETS[2].describe(), False))})",
+            "same upstream, same run",
+        ),
+        *(
+            Row(
+                f"mcp proxy streamable HTTP round trip, proxied / direct ({era})",
+                fmt(http[key]["ratio"], "x", 2),
+                f"<= 1.6x ({mark(ok.get(TARGETS[3 + i].describe(), False))})",
+                f"direct {http[key]['direct_ms']['median']} ms, proxied "
+                f"{http[key]['proxied_ms']['median']} ms",
+            )
+            for i, (key, era) in enumerate((("legacy", "2025-11-25"), ("modern", "2026-07-28")))
         ),
     ]

@@ -5,7 +5,11 @@
   the waiter's ``await`` returning. SQLite (``synchronous=FULL``) and MemoryStore.
 * **cross-process** (the CLI path): the waiter in this process, the decider in a separate
   long-lived worker (:mod:`benchmarks._decider`) with its own Gate on the same SQLite file.
-  The waiter learns of the commit from the ``PRAGMA data_version`` watcher (every 50 ms).
+  The decider's store rings the waiter's doorbell (a datagram to its socket in
+  ``<database>-wake/``) right after its commit; the waiter's watcher then reads ``PRAGMA
+  data_version`` (before issue #15 it polled that every 50 ms). Two more processes
+  (:mod:`benchmarks._waiter`: other readers of the file, like ``signoff serve`` or an MCP
+  proxy) wait on the same request; the target is for the last of the three to wake.
   Timestamps are ``time.monotonic_ns()`` (CLOCK_MONOTONIC is system-wide on Linux). Each
   decision is sent after a random 0-50 ms pause so decisions land at random phases of the
   watcher's cycle, as human decisions would. The full ``signoff approve`` command (a new
@@ -31,8 +35,13 @@ from signoff import ApprovalRequest, Gate, Policy
 from signoff.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
+# Other processes waiting on the same request (like signoff serve and an MCP proxy beside the
+# agent): every reader of the file must wake, each through its own doorbell.
+EXTRA_READERS = 2
 IN_PROCESS_TARGET = Target("in_process.sqlite.wake_ms.median", "<=", 1.0, "ms")
-CROSS_PROCESS_TARGET = Target("cross_process.wake_ms.median", "<=", 100.0, "ms")
+# issue #15: the doorbell (a datagram after the commit), not a polling interval
+CROSS_PROCESS_TARGET = Target("cross_process.all_readers_woken_ms.median", "<=", 5.0, "ms")
+CROSS_PROCESS_P99_TARGET = Target("cross_process.all_readers_woken_ms.p99", "<=", 20.0, "ms")
 # Polling designs for scale: the expected wake latency is about half the poll interval.
 POLLING_PEERS_MS = {
     "seed design (polls every 2 s)": 1000.0,
@@ -99,6 +108,38 @@ async def _in_process(store: Store, n: int) -> dict[str, Any]:
     }
 
 
+Proc = asyncio.subprocess.Process
+
+
+async def _start(directory: Path, config: Path, module: str, k: int) -> Proc:
+    with (directory / f"{module}-{k}.log").open("wb") as log:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            f"benchmarks.{module}",
+            str(config),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
+            cwd=ROOT,
+        )
+
+
+async def _send(proc: Proc, line: bytes) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(line)
+    await proc.stdin.drain()
+
+
+async def _expect(proc: Proc, key: str) -> dict[str, Any]:
+    """The next JSON line of a worker, which must hold ``key``."""
+    assert proc.stdout is not None
+    message: dict[str, Any] = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+    if key not in message:
+        raise AssertionError(f"a benchmark worker said {message}, expected {key!r}")
+    return message
+
+
 async def _cross_process(directory: Path, n: int) -> dict[str, Any]:
     db = directory / "cross.db"
     config = fixtures.config_file(directory, db)
@@ -118,7 +159,9 @@ async def _cross_process(directory: Path, n: int) -> dict[str, Any]:
             cwd=ROOT,
         )
     assert worker.stdin is not None and worker.stdout is not None
+    readers = [await _start(directory, config, "_waiter", k) for k in range(EXTRA_READERS)]
     wake_ms: list[float] = []
+    all_woken_ms: list[float] = []
     decide_ms: list[float] = []
     rng = random.Random(42)
     try:
@@ -127,35 +170,48 @@ async def _cross_process(directory: Path, n: int) -> dict[str, Any]:
             raise AssertionError(
                 "the decider worker did not start:\n" + worker_log.read_text(errors="replace")
             )
+        for reader in readers:
+            await _expect(reader, "ready")
         for i in range(n):
             sub = await gate.asubmit([fixtures.prod_delete(i)], ctx)
             assert sub.request is not None
+            line = json.dumps({"id": sub.request.id}).encode() + b"\n"
             waiter = Waiter(gate, sub.request.id, time.monotonic_ns)
+            for reader in readers:
+                await _send(reader, line)
+                await _expect(reader, "waiting")
             await until_waiting(gate.store)
             await asyncio.sleep(rng.uniform(0.0, 0.05))
-            worker.stdin.write(json.dumps({"id": sub.request.id}).encode() + b"\n")
-            await worker.stdin.drain()
+            await _send(worker, line)
             reply = json.loads(await asyncio.wait_for(worker.stdout.readline(), 30))
             if not reply["ok"]:
                 raise AssertionError(f"the worker failed to decide: {reply['error']}")
             await waiter.result()
+            woke = [waiter.woke_ns] + [(await _expect(r, "woke_ns"))["woke_ns"] for r in readers]
             wake_ms.append((waiter.woke_ns - reply["t0_ns"]) / 1e6)
+            all_woken_ms.append((max(woke) - reply["t0_ns"]) / 1e6)
             decide_ms.append((reply["t1_ns"] - reply["t0_ns"]) / 1e6)
         cli = await _cli_once(gate, ctx, config, n)
         stats = gate.store.stats()
     finally:
-        worker.stdin.close()
-        try:
-            await asyncio.wait_for(worker.wait(), 30)
-        except TimeoutError:
-            worker.kill()
+        for proc in (worker, *readers):
+            assert proc.stdin is not None
+            proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                proc.kill()
         await gate.aclose()
     wake = summarize(wake_ms, 3)
     return {
         "requests": n,
         "wake_ms": wake,
+        "readers": 1 + EXTRA_READERS,
+        "all_readers_woken_ms": summarize(all_woken_ms, 3),
         "decide_call_in_worker_ms": summarize(decide_ms, 3),
-        "watcher_interval_ms": 50,
+        "doorbell": stats.get("doorbell"),
+        "doorbell_wakes": stats.get("doorbell_wakes"),
+        "fallback_poll_interval_ms": 50,
         "cross_process_wakes": stats.get("cross_process_wakes"),
         "data_version_checks": stats.get("data_version_checks"),
         "cli_approve": cli,
@@ -216,7 +272,7 @@ def run(quick: bool) -> dict[str, Any]:
         "in_process": in_process,
         "cross_process": cross,
     }
-    return judge(result, [IN_PROCESS_TARGET, CROSS_PROCESS_TARGET])
+    return judge(result, [IN_PROCESS_TARGET, CROSS_PROCESS_TARGET, CROSS_PROCESS_P99_TARGET])
 
 
 def rows(result: dict[str, Any]) -> list[Row]:
@@ -240,8 +296,20 @@ def rows(result: dict[str, Any]) -> list[Row]:
         Row(
             "resume cross-process (SQLite file), p50/p99",
             f"{fmt(c['wake_ms']['median'], 'ms', 1)} / {fmt(c['wake_ms']['p99'], 'ms', 1)}",
-            f"≤ 100 ms: {mark(met[CROSS_PROCESS_TARGET.describe()])}",
-            f"data_version every 50 ms; n={c['requests']}",
+            "",
+            f"doorbell wake-ups {c.get('doorbell_wakes')}, data_version checks "
+            f"{c['data_version_checks']}; n={c['requests']}",
+        )
+    )
+    every = c["all_readers_woken_ms"]
+    out.append(
+        Row(
+            f"  all {c['readers']} waiting processes woken, p50/p99",
+            f"{fmt(every['median'], 'ms', 1)} / {fmt(every['p99'], 'ms', 1)}",
+            f"≤ 5 ms / ≤ 20 ms: {mark(met[CROSS_PROCESS_TARGET.describe()])} / "
+            f"{mark(met[CROSS_PROCESS_P99_TARGET.describe()])}",
+            "decide call start → the last of them resumes; the decide call itself "
+            f"{fmt(c['decide_call_in_worker_ms']['median'], 'ms', 1)}",
         )
     )
     for name, ms in POLLING_PEERS_MS.items():

@@ -334,14 +334,17 @@ async def _cycles(
                 assert (await waiting).json()["status"] == "resolved"
                 cycle_ms.append((time.perf_counter_ns() - t0) / 1e6)
 
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), server.cpu_s()
         await asyncio.gather(*(worker(w) for w in range(concurrency)))
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, server.cpu_s() - cpu0
     done = per_worker * concurrency
     return {
         "cycles": done,
         "concurrent_agents": concurrency,
         "cycles_per_s": round(done / elapsed, 1),
+        # the server shares the 2 cores with this load generator: its CPU per cycle is the
+        # number that does not depend on how fast the clients are
+        "server_cpu_ms_per_cycle": round(1000 * cpu / done, 3),
         "http_requests_per_s": round(3 * done / elapsed, 1),
         "cycle_ms": summarize(cycle_ms, 2),
     }
@@ -409,6 +412,7 @@ def rows(result: dict[str, Any]) -> list[Row]:
             "server: submit → decide → resume over HTTP",
             fmt(c["cycles_per_s"], "cycles/s", 0),
             note=f"{c['concurrent_agents']} agents; {fmt(c['http_requests_per_s'], 'req/s', 0)}; "
+            f"server CPU {fmt(c['server_cpu_ms_per_cycle'], 'ms', 2)}/cycle; "
             f"cycle p50 {fmt(c['cycle_ms']['median'], 'ms', 1)}",
         ),
     ]

@@ -40,3 +40,20 @@ def test_example_policy_passes_its_own_cases() -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_non_interactive_shell_example_runs_only_allow_listed_commands() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "non_interactive_shell.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("ran {'command': 'ls && cat notes.txt | wc -l'}")
+    assert "part 1 (`rm notes.txt`) does not start with an allowed command" in lines[1]
+    assert "it contains a redirect `>`" in lines[2]
+    assert lines[3].startswith("refused {'file_path'") and "no human is available" in lines[3]
+    assert lines[4] == "files: ['notes.txt']"

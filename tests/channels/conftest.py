@@ -31,13 +31,22 @@ from tests.channels.receiver import Receiver
 SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 LINE_SECRET = "line-channel-secret"
 WEBHOOK_SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
+TELEGRAM_TOKEN = "123456:telegram-bot-token"
+TELEGRAM_SECRET = "telegram-webhook-secret_1"
+FEISHU_VERIFICATION_TOKEN = "feishu-verification-token"
+FEISHU_ENCRYPT_KEY = "feishu-encrypt-key"
+DINGTALK_SECRET = "dingtalk-app-secret"
 
 PEOPLE = """
 people:
-  alice: {roles: [finance], slack: UALICE, discord: "1001", email: alice@example.com, line: Ualice}
-  bob:   {roles: [finance], slack: UBOB, discord: "1002", email: bob@example.com, line: Ubob}
-  dave:  {roles: [ops], slack: UDAVE, discord: "1004", email: dave@example.com, line: Udave}
-  erin:  {roles: [], slack: UERIN, discord: "1005", email: erin@example.com, line: Uerin}
+  alice: {roles: [finance], slack: UALICE, discord: "1001", email: alice@example.com, line: Ualice,
+          telegram: 5001, feishu: ou_alice, dingtalk: "0501"}
+  bob:   {roles: [finance], slack: UBOB, discord: "1002", email: bob@example.com, line: Ubob,
+          telegram: 5002, feishu: ou_bob, dingtalk: "0502"}
+  dave:  {roles: [ops], slack: UDAVE, discord: "1004", email: dave@example.com, line: Udave,
+          telegram: 5004, feishu: ou_dave, dingtalk: "0504"}
+  erin:  {roles: [], slack: UERIN, discord: "1005", email: erin@example.com, line: Uerin,
+          telegram: 5005, feishu: ou_erin, dingtalk: "0505"}
 """
 
 TOOLS = """
@@ -98,6 +107,12 @@ def secrets(monkeypatch: pytest.MonkeyPatch, receiver: Receiver) -> dict[str, st
         "T_LINE_SECRET": LINE_SECRET,
         "T_WEBHOOK_SECRET": WEBHOOK_SECRET,
         "T_TEAMS_URL": f"{receiver.url}/teams/workflows/run?sig=s3cr3t",
+        "T_TELEGRAM_TOKEN": TELEGRAM_TOKEN,
+        "T_TELEGRAM_SECRET": TELEGRAM_SECRET,
+        "T_FEISHU_SECRET": "feishu-app-secret",
+        "T_FEISHU_VERIFY": FEISHU_VERIFICATION_TOKEN,
+        "T_FEISHU_ENCRYPT": FEISHU_ENCRYPT_KEY,
+        "T_DINGTALK_SECRET": DINGTALK_SECRET,
     }
     for k, v in values.items():
         monkeypatch.setenv(k, v)

@@ -1,5 +1,6 @@
 """A loopback HTTP server standing in for every provider's API (Slack, Discord, LINE, Teams,
-webhook subscribers): it records each request and answers from a script.
+Telegram, Feishu/Lark, DingTalk, webhook subscribers): it records each request and answers
+from a script.
 
 Clients are pointed at it by base URL (``api_url``, ``webhook_url``…), exactly as they
 would be at the real service; nothing leaves 127.0.0.1.
@@ -7,6 +8,7 @@ would be at the real service; nothing leaves 127.0.0.1.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -34,12 +36,32 @@ Answer = tuple[int, dict[str, str], bytes]
 Responder = Callable[["Receiver", Recorded], Answer | None]
 
 
+_ids = itertools.count(100)
+
+
+def _next_id() -> int:
+    return next(_ids)
+
+
 def default_answer(req: Recorded) -> Answer:
     """What each provider answers on success."""
     if "/slack/" in req.path:
         body: Any = {"ok": True, "channel": "D" + req.path[-4:].upper(), "ts": f"{time.time():.6f}"}
     elif "/discord" in req.path:
         body = {"id": f"m{int(time.monotonic() * 1e6)}"}
+    elif "/telegram/" in req.path:
+        chat = json.loads(req.body or b"{}").get("chat_id")
+        body = {"ok": True, "result": {"message_id": _next_id(), "chat": {"id": chat}}}
+        if req.path.endswith("/getMe"):
+            body = {"ok": True, "result": {"id": 1, "is_bot": True, "username": "signoff_bot"}}
+    elif "/feishu/" in req.path:
+        body = {"code": 0, "msg": "success", "data": {"message_id": f"om_{_next_id()}"}}
+        if req.path.endswith("/tenant_access_token/internal"):
+            body = {"code": 0, "msg": "ok", "tenant_access_token": "t-feishu", "expire": 7200}
+    elif "/dingtalk/" in req.path:
+        body = {"success": True, "result": {"deliverResults": [{"success": True}]}}
+        if req.path.endswith("/oauth2/accessToken"):
+            body = {"accessToken": "dt-token", "expireIn": 7200}
     else:
         body = {}
     return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()

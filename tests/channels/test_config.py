@@ -109,3 +109,65 @@ def test_configured_and_passed_channels_combine_and_passed_ones_win() -> None:
     assert [c.name for c in gate.channels] == ["log", "console"]
     assert gate.channels[1] is mine
     assert gate.delivery is None
+
+
+def test_the_chat_channels_example_passes_policy_check() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "chat_channels.yaml"
+    result = subprocess.run(
+        [sys.executable, "-m", "signoff", "policy", "check", "--config", str(example)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    policy = Policy.load(example)
+    assert policy.people["alice"].telegram == "81234567"
+    assert policy.people["chen"].dingtalk == "0123456789012345"
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [
+        ({"telegram": {"bot_token": "123:abc", "webhook_secret": "${S}"}}, "telegram.bot_token"),
+        ({"telegram": {"bot_token": "${T}"}}, "telegram.webhook_secret"),
+        (
+            {
+                "dingtalk": {
+                    "app_key": "k",
+                    "app_secret": "${S}",
+                    "robot_code": "r",
+                    "card_template_id": "t",
+                }
+            },
+            "dingtalk.callback_route_key",
+        ),
+        (
+            {
+                "dingtalk": {
+                    "app_key": "k",
+                    "app_secret": "plain",
+                    "robot_code": "r",
+                    "card_template_id": "t",
+                    "callback_route_key": "c",
+                }
+            },
+            "dingtalk.app_secret",
+        ),
+    ],
+)
+def test_new_chat_channels_name_the_key_at_fault(section: dict[str, object], key: str) -> None:
+    assert f"channels.{key}" in error(section)
+
+
+def test_chat_addresses_in_people_are_text_and_checked() -> None:
+    policy = Policy.from_yaml(
+        "version: 1\npeople:\n  a: {telegram: 81234567, dingtalk: 42, feishu: ou_a}\n"
+    )
+    person = policy.people["a"]
+    assert (person.telegram, person.dingtalk, person.feishu) == ("81234567", "42", "ou_a")
+    with pytest.raises(PolicyError, match=r"feishu is a string"):
+        Policy.from_yaml("version: 1\npeople:\n  a: {feishu: 12}\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -16,7 +17,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from signoff import Policy
-from signoff.channels import Outgoing, Target, discord, email, line, message, slack, teams
+from signoff.channels import (
+    Outgoing,
+    Target,
+    dingtalk,
+    discord,
+    email,
+    feishu,
+    line,
+    message,
+    slack,
+    teams,
+    telegram,
+)
 from signoff.channels.console import ConsoleChannel
 from signoff.channels.redact import Redactor, cut
 from signoff.channels.webhooks import payload
@@ -94,6 +107,13 @@ def rendered(req: ApprovalRequest) -> dict[str, Any]:
         "email": [str(mail["Subject"]), body.get_content(), page.get_content()],
         "console": [console_text(req)],
         "webhooks": [payload(req, "created", out)["data"]["summary"]],
+        "telegram": [
+            telegram.prompt_text(out),
+            telegram.outcome_text(out),
+            telegram.keyboard(out, "secret"),
+        ],
+        "feishu": [feishu.prompt_card(out), feishu.outcome_card(out)],
+        "dingtalk": [dingtalk.card_params(out, "secret"), dingtalk.outcome_params(out)],
     }
 
 
@@ -139,6 +159,13 @@ def test_a_value_shows_whole_up_to_each_surfaces_cut(text: str) -> None:
     assert value_shown(plain.get_content(), marker, short)
     assert value_shown(page.get_content(), html.escape(marker), html.escape(short))
     assert value_shown(console_text(req), marker, short)
+    esc = telegram.escape
+    assert value_shown(telegram.prompt_text(out), esc(marker), esc(short))
+    [lark_md] = [e["text"]["content"] for e in feishu.prompt_card(out)["elements"]
+                 if e["tag"] == "div"]  # fmt: skip
+    assert value_shown(lark_md, feishu.escape(marker), feishu.escape(short))
+    body = dingtalk.card_params(out, "secret")["body"]
+    assert value_shown(body, dingtalk.escape(marker), dingtalk.escape(short))
 
 
 # ---------------------------------------------------------------- platform markup
@@ -196,6 +223,43 @@ def test_line_and_console_show_a_bidi_override_visibly() -> None:
     assert "<U+202E>cod.exe" in console_text(req)
 
 
+ATTACK = (
+    '<b>Approve</b> <a href="https://evil.example">here</a> [ok](https://evil.example) '
+    "**now** <at id=all></at> @everyone /start #tag `x` & \u202ecod.exe"
+)
+
+
+def test_telegram_puts_agent_text_in_one_escaped_pre_block() -> None:
+    text = telegram.prompt_text(outgoing(inquiry(ATTACK)))
+    assert re.findall(r"<[^>]*>", text) == ["<pre>", "</pre>"]  # no tag of the agent's
+    assert '&lt;a href="https://evil.example"&gt;' in text and "&amp;" in text
+    assert "&lt;U+202E&gt;cod.exe" in text  # inside <pre>: no link, mention or command detected
+
+
+def test_telegram_buttons_never_carry_agent_text_in_callback_data() -> None:
+    req = inquiry("Which?", choices=["<b>x</b>", "https://evil.example"])
+    rows = telegram.keyboard(outgoing(req), "secret")
+    data = [b["callback_data"] for row in rows for b in row if "callback_data" in b]
+    assert data and all("evil" not in d and len(d.encode()) <= 64 for d in data)
+
+
+def test_feishu_lark_md_shows_markup_mentions_and_links_literally() -> None:
+    card = feishu.prompt_card(outgoing(inquiry(ATTACK)))
+    [content] = [e["text"]["content"] for e in card["elements"] if e["tag"] == "div"]
+    bare = re.sub(r"&#\d+;", "", content)
+    assert not set(bare) & set("<>*[]()`#@:|_~&")  # every markup character is an entity
+    assert "&#60;at id=all&#62;&#60;/at&#62;" in content and "&#42;&#42;now&#42;&#42;" in content
+    assert html.unescape(content).startswith("• " + inert(ATTACK)[:20])
+    assert card["header"]["title"]["tag"] == "plain_text"
+
+
+def test_dingtalk_markdown_escapes_every_markup_character() -> None:
+    body = dingtalk.card_params(outgoing(inquiry(ATTACK)), "secret")["body"]
+    assert "\\[ok\\]\\(https\\:\\/\\/evil\\.example\\)" in body
+    assert "&lt;b&gt;" in body and "\\*\\*now\\*\\*" in body and "<" not in body
+    assert "&lt;U\\+202E&gt;cod\\.exe" in body
+
+
 # ---------------------------------------------------------------- what runs
 def edited(req: ApprovalRequest, args: dict[str, Any], *, done: bool) -> ApprovalRequest:
     call = req.calls[0]
@@ -225,3 +289,9 @@ def test_webhook_events_carry_edited_args_while_a_quorum_is_still_open() -> None
     req = edited(make_request(calls=[("c1", "pay", {"amount": 50})]), {"amount": 25}, done=False)
     [call] = payload(req, "decided", outgoing(req))["data"]["calls"]
     assert call["args"] == {"amount": 50} and call["edited_args"] == {"amount": 25}
+
+
+def test_telegram_text_fits_its_limit_even_when_escaping_grows_it() -> None:
+    req = make_request(calls=[("c1", "pay", {"note": "<&>" * 3000})])
+    text = telegram.prompt_text(outgoing(req))
+    assert len(text) <= 4096 and text.endswith("</pre>")

@@ -84,3 +84,34 @@ channels:
         for part in ("plain", "html"):
             body = body_text(mail["message"], part)
             assert "50000" in body and not leaks(body)
+
+
+CHAT = """
+channels:
+  telegram: {bot_token: "${T_TELEGRAM_TOKEN}", webhook_secret: "${T_TELEGRAM_SECRET}",
+             api_url: "{url}/telegram"}
+  feishu: {app_id: cli_test, app_secret: "${T_FEISHU_SECRET}",
+           verification_token: "${T_FEISHU_VERIFY}", encrypt_key: "${T_FEISHU_ENCRYPT}",
+           api_url: "{url}/feishu"}
+  dingtalk: {app_key: dingapp, app_secret: "${T_DINGTALK_SECRET}", robot_code: r,
+             card_template_id: t, callback_route_key: k, api_url: "{url}/dingtalk"}
+  delivery: {backoff: 0.05, backoff_cap: 0.2, poll: 0.2}
+"""
+
+
+async def test_telegram_feishu_and_dingtalk_mask_secrets_in_prompts_and_outcomes(
+    receiver: Receiver, secrets: dict[str, str]
+) -> None:
+    text = policy_text(receiver.url, "", channels=CHAT, extra=REDACT)
+    async with Gate(Policy.from_yaml(text), MemoryStore()) as gate:
+        req = await submit(gate, args=dict(ARGS))
+        for path in ("/telegram", "/feishu/open-apis/im", "/dingtalk/v1.0/card"):
+            receiver.wait_for(path, 2)
+        await gate.adecide(req.id, [{"type": "reject", "message": "no"}], approver="alice")
+        for path in ("/telegram", "/feishu/open-apis/im", "/dingtalk/v1.0/card"):
+            receiver.wait_for(path, 4)  # the outcome updates too
+    bodies = [r.body.decode("utf-8", "replace") for r in receiver.under("/")]
+    for body in bodies:
+        assert not leaks(body), body[:300]
+    tg = receiver.under("/telegram")[0].body.decode()
+    assert "50000" in tg and "••••••" in tg

@@ -204,6 +204,26 @@ def test_ask_returns_the_humans_answer(server: Server, remote: RemoteGate) -> No
     assert out == ["eu"]
 
 
+def test_ask_a_form_returns_answers_keyed_by_question_id(
+    server: Server, remote: RemoteGate
+) -> None:
+    created = on_created(server)
+    questions = [
+        {"id": "region", "question": "Which region?", "choices": ["eu", "us"]},
+        {"id": "tags", "question": "Tags?", "choices": ["a", "b"], "multiple": True},
+    ]
+
+    def agent() -> Any:
+        with remote.context(principal="frank", thread="t-form"):
+            return remote.ask(questions=questions, format="markdown")
+
+    thread, out = in_thread(agent)
+    answers = {"region": "us", "tags": ["b"]}
+    decide(server, "dave", wait_created(created).id, {"type": "respond", "answers": answers})
+    thread.join(20)
+    assert out == [answers]
+
+
 def test_a_bad_token_is_unauthorized(server: Server) -> None:
     with RemoteGate(server.url, "so_agent_wrong") as gate, pytest.raises(Unauthorized):
         gate.submit([ToolCall("get_price", {})])

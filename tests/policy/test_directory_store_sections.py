@@ -123,6 +123,6 @@ def test_mapping_hash_ignores_key_order() -> None:
 def test_summary_counts() -> None:
     summary = Policy.load(EXAMPLES / "signoff.yaml").summary()
     assert (summary["tools"], summary["glob_tools"], summary["rules"], summary["people"]) == (
-        6, 1, 4, 5
+        7, 1, 4, 5
     )  # fmt: skip
     assert summary["roles"] == ["admin", "dba", "finance", "ops", "trader"]

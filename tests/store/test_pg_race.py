@@ -137,7 +137,9 @@ async def test_two_sweepers_never_expire_a_request_twice(pg_url: str, schema: st
         counts = audit_counts(pg_url, schema)
         statuses = Counter(r.status for r in await store.list_requests(limit=N_DEADLINES))
     assert not set(swept[0]) & set(swept[1]), "two sweepers expired the same request"
-    assert all(swept), f"one sweeper did no work: {[len(s) for s in swept]}"
+    # Not asserted: that both sweepers did some work. Which one polls first after a deadline
+    # is up to the scheduler; on a loaded machine one can win every pass ([300, 0] was seen),
+    # and that is correct behaviour. The contract is exactly one expiry per request, below.
     # Counter, not dict: a run where every decision lost (a loaded machine) has no "resolved"
     assert statuses == Counter({"resolved": won, "expired": N_DEADLINES - won})
     assert len(swept[0]) + len(swept[1]) == N_DEADLINES - won  # only the sweepers expire

@@ -42,6 +42,7 @@ WebhookEvent = Literal[
     "cancelled",
     "escalated",
     "edit_rerouted",
+    "stage_started",
     "grant_created",
     "grant_revoked",
     "grant_expired",
@@ -180,6 +181,43 @@ class LineConfig(_Section):
     api_url: HttpUrl = "https://api.line.me"
 
 
+class TelegramConfig(_Section):
+    """A Telegram bot: its token (from @BotFather) and the webhook's secret token."""
+
+    bot_token: SecretRef
+    webhook_secret: SecretRef  # 1–256 of A-Z a-z 0-9 _ - (Telegram's rule for secret_token)
+    api_url: HttpUrl = "https://api.telegram.org"
+
+
+FEISHU_DOMAINS = {"feishu": "https://open.feishu.cn", "lark": "https://open.larksuite.com"}
+
+
+class FeishuConfig(_Section):
+    """A Feishu / Lark custom app with the bot capability and callbacks to ``/hooks/feishu``."""
+
+    app_id: str
+    app_secret: SecretRef
+    verification_token: SecretRef
+    encrypt_key: SecretRef  # required: it signs and encrypts every callback
+    domain: Literal["feishu", "lark"] = "feishu"
+    api_url: HttpUrl | None = None  # overrides the domain's open platform URL (tests)
+
+    @property
+    def base_url(self) -> str:
+        return self.api_url or FEISHU_DOMAINS[self.domain]
+
+
+class DingTalkConfig(_Section):
+    """A DingTalk app with a robot and an interactive card template (see docs/channels.md)."""
+
+    app_key: Id
+    app_secret: SecretRef
+    robot_code: Id
+    card_template_id: str
+    callback_route_key: str
+    api_url: HttpUrl = "https://api.dingtalk.com"
+
+
 class WebhookConfig(_Section):
     """A Standard Webhooks subscriber: where events go and the shared secret (``whsec_…``)."""
 
@@ -227,6 +265,9 @@ class ChannelsConfig(_Section):
     discord: DiscordConfig | None = None
     email: EmailConfig | None = None
     line: LineConfig | None = None
+    telegram: TelegramConfig | None = None
+    feishu: FeishuConfig | None = None
+    dingtalk: DingTalkConfig | None = None
     webhooks: list[WebhookConfig] = Field(default_factory=list)
     teams: TeamsConfig | None = None
     console: Annotated[ConsoleConfig | None, BeforeValidator(_console)] = None

@@ -131,14 +131,18 @@ class Delivery:
         return self.planner.created(req, utcnow())
 
     async def on_change(self, tr: Transition) -> None:
-        """After a committed change: escalation notifies the next group; resolution cancels
-        pending prompts, updates every sent message and tells event subscribers."""
+        """After a committed change: escalation notifies the next group, a chain's new stage
+        its people; resolution cancels pending prompts, updates every sent message and tells
+        event subscribers."""
         req = tr.request
         items: list[OutboxItem] = []
         if req.pending and any(e.event == "escalated" for e in tr.events):
             items += self.planner.escalated(req, utcnow())
-        if req.pending and any(e.event == "edit_rerouted" for e in tr.events):
+        kinds = {e.event for e in tr.events}
+        if req.pending and "edit_rerouted" in kinds:  # asks the new rule's (first) stage
             items += self.planner.rerouted(req, utcnow())
+        elif req.pending and "stage_started" in kinds:
+            items += self.planner.stage_started(req, utcnow())
         for told in TOLD_EVENTS:
             if any(e.event == told for e in tr.events):
                 items += self.planner.told(req, told, utcnow())

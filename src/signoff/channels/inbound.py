@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from signoff.channels.message import outcome
-from signoff.model import AlreadyDecided, ApprovalRequest, NotFound, SignoffError
+from signoff.model import AlreadyDecided, ApprovalRequest, NotFound, SignoffError, chains
+from signoff.model.identity import person_key
 from signoff.model.resolution import may_decide
 
 if TYPE_CHECKING:
@@ -57,7 +58,8 @@ def fresh(timestamp: str | float | None, now: float, window_s: float = FRESHNESS
 
 
 def person_by(gate: GateHandle, field: str, platform_id: str | None) -> str | None:
-    """The ``people:`` id whose ``slack``/``discord``/``line``/``email`` address is this."""
+    """The ``people:`` id whose address on this channel (``slack``, ``discord``, ``line``,
+    ``telegram``, ``feishu``, ``dingtalk``, ``email``) is ``platform_id``."""
     if not platform_id:
         return None
     for pid, person in gate.policy.people.items():
@@ -86,7 +88,7 @@ def decidable(req: ApprovalRequest, person: str, roles: frozenset[str]) -> list[
     """The calls ``person`` may decide now (pending, not yet approved by them)."""
     out = []
     for cfg, call in zip(req.review_configs, req.calls, strict=True):
-        if call.resolution is not None or person in call.approvals:
+        if call.resolution is not None or chains.done_with(cfg, call, person, person_key):
             continue
         if may_decide(cfg, req, person, roles) is None:
             out.append(call.tool_call_id)
@@ -153,5 +155,11 @@ def _already(req: ApprovalRequest) -> str:
 def _done(req: ApprovalRequest, person: str, action: Action) -> str:
     if req.pending:
         verb = {"approve": "approval", "reject": "rejection", "respond": "answer"}[action]
-        return f"Your {verb} is recorded ({person}); waiting for more approvers."
+        waiting = "; ".join(
+            p
+            for cfg, call in zip(req.review_configs, req.calls, strict=True)
+            if call.resolution is None and (p := chains.progress(cfg, call))
+        )
+        more = f" ({waiting})" if waiting else ""
+        return f"Your {verb} is recorded ({person}); waiting for more approvers{more}."
     return outcome(req)

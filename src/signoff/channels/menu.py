@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from signoff.channels import message
-from signoff.model import ApprovalRequest, DecisionError
+from signoff.model import ApprovalRequest, DecisionError, chains
+from signoff.model.identity import person_key
 from signoff.model.resolution import may_decide
 from signoff.model.text import inert
 
@@ -67,7 +68,8 @@ def offered(req: ApprovalRequest, call_id: str) -> list[MenuItem]:
     for item in MENU:
         if item.needs is not None and item.needs not in cfg.allowed_decisions:
             continue
-        if item.action == "grant" and (not cfg.allow_thread_approval or cfg.approvers.quorum > 1):
+        standing_ok = cfg.allow_thread_approval and cfg.approvers.needs_one
+        if item.action == "grant" and not standing_ok:
             continue
         if item.action == "edit" and not cfg.editable_args:
             continue
@@ -163,31 +165,45 @@ def principal_may_decide(policy: Policy, req: ApprovalRequest, principal: str) -
         cfg = req.config(call_id)
         if cfg.forbid_self_approval or "approve" not in cfg.allowed_decisions:
             return False
-        if cfg.approvers.quorum > 1 or may_decide(cfg, req, principal, roles) is not None:
+        if not cfg.approvers.needs_one or may_decide(cfg, req, principal, roles) is not None:
             return False
     return True
 
 
 def needs_person(req: ApprovalRequest, person: str, roles: Collection[str]) -> list[str]:
-    """The undecided calls ``person`` may decide now (admitted, not yet counted, and not
-    their own request where self-approval is forbidden)."""
+    """The undecided calls ``person`` may approve now: admitted (for a chain, by the stage now
+    asked), not yet counted, and not their own request where self-approval is forbidden."""
     found = []
     for call_id in req.pending_call_ids:
         cfg, call = req.config(call_id), req.call(call_id)
-        if person in call.approvals:
+        if chains.done_with(cfg, call, person, person_key):
             continue
         if cfg.forbid_self_approval and person == req.principal.id:
             continue
-        if may_decide(cfg, req, person, roles) is None:
-            found.append(call_id)
+        if may_decide(cfg, req, person, roles) is not None:
+            continue
+        if cfg.approvers.chained and chains.refusal(
+            cfg, call, person, roles, escalated=req.escalated
+        ):
+            continue
+        found.append(call_id)
     return found
 
 
+def call_progress(req: ApprovalRequest, call_id: str) -> str:
+    """``stage 2 of 2: 1 of 2 finance approvals`` for a chain, else ``1/2``."""
+    cfg, call = req.config(call_id), req.call(call_id)
+    return chains.progress(cfg, call) or f"{len(call.approvals)}/{call.quorum}"
+
+
 def waiting_for(req: ApprovalRequest) -> str:
-    """``waiting for role finance (1 of 2)… deadline 12:00 UTC (in 5 min)``."""
+    """``waiting for role finance (1 of 2)… deadline at 12:00 UTC (in 5 min)``."""
     parts = []
     for call_id in req.pending_call_ids:
         cfg, call = req.config(call_id), req.call(call_id)
+        if cfg.approvers.chained:
+            parts.append(inert(chains.progress(cfg, call)))
+            continue
         who = cfg.approvers
         group = (
             "any approver"
@@ -200,10 +216,8 @@ def waiting_for(req: ApprovalRequest) -> str:
 
 
 def progress(req: ApprovalRequest) -> str:
-    """Quorum progress of the undecided calls: ``1/2``."""
-    return ", ".join(
-        dict.fromkeys(f"{len(c.approvals)}/{c.quorum}" for c in req.calls if c.resolution is None)
-    )
+    """Quorum or chain progress of the undecided calls."""
+    return ", ".join(dict.fromkeys(call_progress(req, c) for c in req.pending_call_ids))
 
 
 def left_note(req: ApprovalRequest) -> str:

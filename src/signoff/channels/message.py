@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from signoff.channels.redact import Redactor, cut
-from signoff.model import ApprovalRequest, utcnow
+from signoff.model import ApprovalRequest, chains, utcnow
 from signoff.model.text import inert
 
 PREFIX = {"reminder": "Reminder: ", "escalation": "Escalated: "}
@@ -60,7 +60,15 @@ def title(req: ApprovalRequest, kind: str = "prompt") -> str:
 
 
 def question(req: ApprovalRequest) -> str | None:
-    return inert(req.inquiry.question) if req.inquiry is not None else None
+    """The question; for a form, its title and each question's id and text (the form itself
+    is answered on the web page or with ``signoff respond --answers``)."""
+    inquiry = req.inquiry
+    if inquiry is None:
+        return None
+    if not inquiry.is_form:
+        return inert(inquiry.question)
+    parts = [f"{inert(q.id)}: {cut(inert(q.question), 200)}" for q in inquiry.all_questions()]
+    return f"{cut(inert(inquiry.question), 300)} — {len(parts)} questions: " + "; ".join(parts)
 
 
 def call_lines(req: ApprovalRequest, redact: Redactor, limit: int = 300) -> list[str]:
@@ -70,7 +78,7 @@ def call_lines(req: ApprovalRequest, redact: Redactor, limit: int = 300) -> list
     if req.kind == "inquiry":
         return []
     lines = []
-    for action, call in zip(req.action_requests, req.calls, strict=True):
+    for action, cfg, call in zip(req.action_requests, req.review_configs, req.calls, strict=True):
         line = redact.call(action.name, call.action.args, limit)
         changes = redact.changes(action.args, call.action.args, 200)
         if changes:
@@ -78,6 +86,8 @@ def call_lines(req: ApprovalRequest, redact: Redactor, limit: int = 300) -> list
         why = action.reason if changes else action.description or action.reason
         if why:
             line += f" — {cut(inert(why), 200)}"
+        if cfg.approvers.chained and call.resolution is None:
+            line += f" — {chains.progress(cfg, call)}"  # e.g. stage 2 of 2: 0 of 2 finance …
         lines.append(line)
     return lines
 
@@ -135,6 +145,8 @@ def outcome(req: ApprovalRequest) -> str:
 
 def cli_hint(req: ApprovalRequest) -> str:
     """How to decide without a web server."""
+    if req.inquiry is not None and req.inquiry.is_form:
+        return f"Answer with: signoff respond {req.id} --as <you> --answers '{{\"<id>\": ...}}'"
     if req.kind == "inquiry":
         return f"Answer with: signoff respond {req.id} --as <you> -m <answer>"
     return (

@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from signoff.channels import Messenger, Target, notify_names
-from signoff.model import ApprovalRequest, same_person
+from signoff.model import ApprovalRequest, chains, same_person
+from signoff.model.identity import contains_person
 from signoff.store.base import PROMPT_KINDS, OutboxItem, OutboxKind
 
 if TYPE_CHECKING:
@@ -36,17 +37,31 @@ def item_id(request_id: str, kind: str, channel: str, recipient: str, extra: str
 def approvers_of(
     req: ApprovalRequest, people: Mapping[str, Person], *, escalation: bool = False
 ) -> list[Person]:
-    """The people to notify: those who may decide some call (after escalation: only those
-    the escalation adds). The requester is left out when they may not approve their own
-    call — unless nobody else is left to hear about it."""
+    """The people to notify: those who may approve some call now — for an approval chain,
+    the stage now asked, never a later one (after escalation: only those the escalation
+    adds). The requester is left out when they may not approve their own call — unless
+    nobody else is left to hear about it."""
     chosen: list[Person] = []
+    undecided = [
+        (
+            chains.asked_now(cfg, call).to_approvers(),
+            chains.stage_config(cfg, call).escalate_to,
+            # in a chain with distinct: true, whoever already counted cannot count again
+            call.approvals if cfg.approvers.chained and cfg.approvers.distinct else [],
+        )
+        for cfg, call in zip(req.review_configs, req.calls, strict=True)
+        if call.resolution is None
+    ]
     for pid, person in people.items():
         first = any(
-            cfg.approvers.to_approvers().admits(pid, person.roles) for cfg in req.review_configs
+            group.admits(pid, person.roles) and not contains_person(done, pid)
+            for group, _, done in undecided
         )
         later = any(
-            cfg.escalate_to is not None and cfg.escalate_to.to_approvers().admits(pid, person.roles)
-            for cfg in req.review_configs
+            extra is not None
+            and extra.to_approvers().admits(pid, person.roles)
+            and not contains_person(done, pid)
+            for _, extra, done in undecided
         )
         if (later and not first) if escalation else first:
             chosen.append(person)
@@ -84,6 +99,15 @@ class Planner:
         items = self._prompts(req, added, "escalation", now, f"{req.expires_at.timestamp():.0f}")
         items += self._reminders(req, approvers_of(req, self.people) + added, now)
         items += self._events(req, "escalated", now)
+        return items
+
+    def stage_started(self, req: ApprovalRequest, now: datetime) -> list[OutboxItem]:
+        """Prompts for the people of the stage an approval chain just moved to (keyed by the
+        request's version: each stage start asks once), reminders for its deadline."""
+        people = approvers_of(req, self.people)
+        items = self._prompts(req, people, "prompt", now, f"stage-{req.version}")
+        items += self._reminders(req, people, now)
+        items += self._events(req, "stage_started", now, key=f"stage_started-{req.version}")
         return items
 
     def rerouted(self, req: ApprovalRequest, now: datetime) -> list[OutboxItem]:

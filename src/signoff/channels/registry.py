@@ -41,6 +41,18 @@ def build(section: Mapping[str, Any]) -> list[Channel | Messenger]:
         from signoff.channels.line import LineChannel
 
         out.append(LineChannel(config.line))
+    if config.telegram is not None:
+        from signoff.channels.telegram import TelegramChannel
+
+        out.append(TelegramChannel(config.telegram))
+    if config.feishu is not None:
+        from signoff.channels.feishu import FeishuChannel
+
+        out.append(FeishuChannel(config.feishu))
+    if config.dingtalk is not None:
+        from signoff.channels.dingtalk import DingTalkChannel
+
+        out.append(DingTalkChannel(config.dingtalk))
     if config.webhooks:
         from signoff.channels.webhooks import WebhookChannel
 

@@ -4,10 +4,12 @@
 ``approval.decided``, ``approval.expired``, ``approval.cancelled``, ``approval.escalated``
 and ``approval.edit_rerouted`` events (those in its ``events`` list) — the way an agent platform
 learns it can resume a paused graph — and ``approval.grant_created`` (an
-approval that also created a grant; ``data.grant_ids``), ``approval.reattached`` and
-``approval.reconciled``. Headers: ``webhook-id`` (the outbox row id, the same
-on every retry: the subscriber's dedupe key), ``webhook-timestamp`` (this attempt, unix
-seconds) and ``webhook-signature: v1,<base64 HMAC-SHA256(key, "{id}.{timestamp}.{body}")>``.
+approval that also created a grant; ``data.grant_ids``), ``approval.reattached``,
+``approval.reconciled``, and ``approval.stage_started`` (an approval chain moved to its next
+stage, or an edit restarted it; ``calls[].stage`` and ``calls[].progress``). Headers:
+``webhook-id`` (the outbox row id, the same on every retry: the subscriber's dedupe key),
+``webhook-timestamp`` (this attempt, unix seconds) and
+``webhook-signature: v1,<base64 HMAC-SHA256(key, "{id}.{timestamp}.{body}")>``.
 410 Gone means the subscriber is gone: no more attempts.
 
 **In**: ``POST /hooks/webhook`` takes a decision from a caller signing with one of the
@@ -40,6 +42,7 @@ from signoff.model import (
     NotFound,
     PolicyError,
     SignoffError,
+    chains,
 )
 
 if TYPE_CHECKING:
@@ -110,6 +113,10 @@ def payload(req: ApprovalRequest, event: str, out: Outgoing) -> dict[str, Any]:
         }
         if call.action.args != action.args:  # edited, maybe still waiting for a quorum
             entry["edited_args"] = out.redact.value(call.action.args)
+        cfg = req.config(action.tool_call_id)
+        if cfg.approvers.chained:  # an approval chain: which stage, how far
+            entry["stage"] = call.stage
+            entry["progress"] = chains.progress(cfg, call)
         calls.append(entry)
     data: dict[str, Any] = {
         "request_id": req.id,

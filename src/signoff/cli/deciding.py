@@ -101,8 +101,9 @@ class CliGate(Gate):
         os_user = self.os_user
 
         def stamped(fresh: ApprovalRequest) -> Transition:
+            known = len(fresh.decisions)  # before: the mutation may change ``fresh`` itself
             tr = mutate(fresh)
-            for record in tr.request.decisions[len(fresh.decisions) :]:  # the ones just added
+            for record in tr.request.decisions[known:]:  # the ones just added
                 if record.channel == "cli" and record.os_user is None:
                     record.os_user = os_user
             for event in tr.events:

@@ -330,15 +330,15 @@ def applicable(
     first (deny grants before allow grants, then oldest first)."""
     if not verdict.needs_approval:
         return []
-    quorum = verdict.review.approvers.quorum if verdict.review is not None else 1
+    one = verdict.review.approvers.needs_one if verdict.review is not None else True
     key = policy.person_key(ctx.principal.id)
     now = utcnow()
     found = []
     for grant in grants:
         if not grant.active(now) or not grant.covers(call, ctx, verdict.rule, key):
             continue
-        if grant.effect == "allow" and quorum > 1:
-            continue  # a grant never stands in for a quorum
+        if grant.effect == "allow" and not one:
+            continue  # a grant never stands in for a quorum or a chain
         try:
             matches = compile_grant_condition(policy, grant.when)(call, ctx)
         except PolicyError:

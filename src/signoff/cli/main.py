@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -25,6 +26,7 @@ from signoff.cli import deciding, errors, render
 from signoff.cli.deciding import ServerOpt, TokenOpt
 from signoff.gate import Gate
 from signoff.gate.core import resolve_config_path
+from signoff.gate.settings import env_non_interactive
 from signoff.model import (
     AlreadyDecided,
     ApprovalRequest,
@@ -78,12 +80,6 @@ AsOpt = Annotated[
 NonInteractiveOpt = Annotated[
     bool, typer.Option("--non-interactive", help="Nobody can answer: reject approvals at once.")
 ]
-
-
-def _env_non_interactive() -> bool:
-    import os
-
-    return os.environ.get("SIGNOFF_NON_INTERACTIVE", "").strip().lower() in ("1", "true", "yes")
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -496,13 +492,26 @@ def respond(
     approver: AsOpt = None,
     call: Annotated[str | None, typer.Option("--call", help="The call to answer.")] = None,
     message: Annotated[str, typer.Option("-m", "--message", help="The answer.")] = "",
+    answers: Annotated[
+        str | None,
+        typer.Option(
+            "--answers",
+            help="An inquiry form's answers as JSON keyed by question id: "
+            '\'{"region": "eu", "features": ["logs"]}\'.',
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """Answer instead of running the tool (or answer an inquiry)."""
-    decision = {"type": "respond", "message": message}
+    """Answer instead of running the tool (or answer an inquiry: -m, or --answers for a form)."""
+    decision: dict[str, Any] = {"type": "respond", "message": message or None}
+    if answers is not None:
+        decision["answers"] = parse_json_object(answers, "--answers")
+    elif not message:
+        decision["message"] = message  # refused by the gate, naming the field
     _decide(config, request_id, approver, _each_call(call, decision), as_json, server, token)
 
 
@@ -645,7 +654,7 @@ def demo(
     """A scripted agent makes the seed scenarios' calls; you decide each one in the web inbox
     (or in this terminal with --terminal)."""
     auto = non_interactive or not sys.stdin.isatty()
-    if nobody or _env_non_interactive():
+    if nobody or env_non_interactive():
         # Nobody can answer: every call that needs approval is rejected at once, and the
         # agent sees "no human is available" — what a CI job or batch run gets.
         from signoff.cli.demo import run_demo
@@ -663,19 +672,43 @@ def demo(
     raise typer.Exit(run_demo(out, auto=auto, workdir=workdir))
 
 
+class Preset(StrEnum):
+    """Policies ``signoff init --preset`` writes (files in ``signoff/cli/presets/``)."""
+
+    deepagents = "deepagents"
+    mcp_filesystem = "mcp-filesystem"
+    shell = "shell"
+
+
+def preset_text(preset: Preset | None) -> str:
+    """The policy file ``signoff init`` writes: the starter file, or a preset."""
+    from importlib.resources import files
+
+    where = files("signoff.cli")
+    source = (
+        where / "starter.yaml" if preset is None else where / "presets" / f"{preset.value}.yaml"
+    )
+    return source.read_text(encoding="utf-8")
+
+
 @app.command("init")
 def init(
     path: Annotated[Path, typer.Argument(help="Where to write the policy.")] = Path("signoff.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    preset: Annotated[
+        Preset | None,
+        typer.Option(
+            "--preset",
+            help="A policy for deepagents' tools, @modelcontextprotocol/server-filesystem, or "
+            "a shell tool, instead of the starter file.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Write a starter policy file."""
-    from importlib.resources import files
-
+    """Write a starter policy file (or a preset)."""
     if path.exists() and not force:
         fail(f"{path} exists; use --force to overwrite", 2)
-    path.write_text(
-        files("signoff.cli").joinpath("starter.yaml").read_text(encoding="utf-8"), encoding="utf-8"
-    )
+    path.write_text(preset_text(preset), encoding="utf-8")
     out.print(f"wrote {path} — check it with `signoff policy check --config {path}`")
 
 
@@ -688,6 +721,7 @@ COMMAND_MODULES = (
     "signoff.cli.db_commands",
     "signoff.cli.audit_commands",
     "signoff.cli.grant_commands",
+    "signoff.cli.channel_commands",
     "signoff.cli.watch_commands",
 )
 

@@ -10,6 +10,7 @@ import importlib
 import inspect
 import logging
 import os
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -102,6 +103,14 @@ def mcp_proxy(
             show_default=False,
         ),
     ] = None,
+    upstream_connect_timeout: Annotated[
+        float,
+        typer.Option(
+            "--upstream-connect-timeout",
+            help="Seconds an upstream may take to start and complete the MCP handshake; "
+            "the proxy exits naming it when it does not.",
+        ),
+    ] = 30.0,
     client_timeout: ClientTimeoutOpt = None,
     no_elicitation: NoElicitOpt = False,
     prompt_tty: Annotated[
@@ -114,8 +123,24 @@ def mcp_proxy(
     ] = False,
     transport: TransportOpt = "stdio",
     host: HostOpt = "127.0.0.1",
-    port: PortOpt = 8765,
+    port: PortOpt = 8767,
     path: PathOpt = "/mcp",
+    max_sessions: Annotated[
+        int,
+        typer.Option(
+            "--max-sessions",
+            min=1,
+            help="HTTP: most client sessions served at once (each has its own upstreams).",
+        ),
+    ] = 16,
+    auth_token: Annotated[
+        str | None,
+        typer.Option(
+            "--auth-token",
+            help="HTTP: require `Authorization: Bearer <token>`; give it as ${ENV_VAR}.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Put human sign-off in front of MCP servers: `signoff mcp-proxy -c signoff.yaml -- CMD…`."""
     from signoff.integrations.mcp import (
@@ -141,6 +166,7 @@ def mcp_proxy(
             )
     except UpstreamError as exc:
         fail(str(exc), 2)
+    token = _auth_token(auth_token, transport)
     gate = _gate(config, yolo=yolo, non_interactive=non_interactive, prompt_tty=prompt_tty)
     wait = client_wait_s(client_timeout)
     _warn_tiers(gate, wait)
@@ -152,8 +178,12 @@ def mcp_proxy(
         upstream_timeout_s=upstream_timeout,
         in_client=not no_elicitation,
         client_wait_s=wait,
+        connect_timeout_s=upstream_connect_timeout,
+        per_session=transport == "http",
+        max_sessions=max_sessions,
     )
-    _run(gate, build_proxy(gate, specs, options), transport, host, port, path)
+    server = build_proxy(gate, specs, options)
+    _run(gate, server, transport, host, port, path, auth_token=token)
 
 
 def inquiry_server(
@@ -180,14 +210,26 @@ def inquiry_server(
     ] = None,
     client_timeout: ClientTimeoutOpt = None,
     no_elicitation: NoElicitOpt = False,
+    answer_tool: Annotated[
+        str,
+        typer.Option(
+            "--answer-tool",
+            help="Who may call answer_inquiry: off, other-sessions (another client over "
+            "HTTP, never the one that asked; never offered on stdio) or all.",
+        ),
+    ] = "other-sessions",
     transport: TransportOpt = "stdio",
     host: HostOpt = "127.0.0.1",
     port: PortOpt = 8766,
     path: PathOpt = "/mcp",
 ) -> None:
-    """A human as an MCP tool: send_inquiry(question, choices?, default_answer?, timeout_s?)."""
+    """A human as an MCP tool: send_inquiry(question | questions, choices?, …, timeout_s?)."""
     from signoff.integrations.mcp import InquiryOptions, build_inquiry_server
+    from signoff.integrations.mcp.inquiry_answering import ANSWER_TOOL_MODES
     from signoff.integrations.mcp.timeouts import client_wait_s, tier_warning
+
+    if answer_tool not in ANSWER_TOOL_MODES:
+        fail(f"--answer-tool is one of {', '.join(ANSWER_TOOL_MODES)}", 2)
 
     # Nobody answers questions unattended: --yolo and --non-interactive both say "unavailable".
     gate = _gate(config, yolo=yolo, non_interactive=non_interactive)
@@ -204,6 +246,8 @@ def inquiry_server(
         heartbeat_s=heartbeat,
         in_client=not no_elicitation,
         suggester=_load_suggester(suggester) if suggester else None,
+        answer_tool=answer_tool,  # type: ignore[arg-type]  # checked above
+        many_sessions=transport == "http",
     )
     _run(gate, build_inquiry_server(gate, options), transport, host, port, path)
 
@@ -224,7 +268,8 @@ def _gate(
     logging.basicConfig(level=logging.INFO, format="signoff: %(message)s")
     return Gate(
         policy,
-        interactive=not non_interactive,
+        # the flag, else $SIGNOFF_NON_INTERACTIVE, else gate.non_interactive.enabled
+        interactive=False if non_interactive else None,
         auto_approve=yolo,
         channels=[LogChannel(), *for_mcp(policy, prompt_tty=prompt_tty)],
     )
@@ -238,17 +283,44 @@ def _warn_tiers(gate: Gate, wait: float | None) -> None:
         err.print(f"[yellow]warning:[/] {warning}")
 
 
-def _run(gate: Gate, server: Any, transport: str, host: str, port: int, path: str) -> None:
+def _auth_token(value: str | None, transport: str) -> str | None:
+    """The bearer token from ``--auth-token ${ENV}`` (a secret is never written inline)."""
+    if value is None:
+        return None
+    if transport != "http":
+        fail("--auth-token applies to --transport http only", 2)
+    match = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", value.strip())
+    if match is None:
+        fail("--auth-token takes an environment variable reference, e.g. '${MCP_TOKEN}'", 2)
+    token = os.environ.get(match.group(1), "")
+    if not token.strip():
+        fail(f"--auth-token: the environment variable {match.group(1)} is empty or unset", 2)
+    return token
+
+
+def _run(
+    gate: Gate,
+    server: Any,
+    transport: str,
+    host: str,
+    port: int,
+    path: str,
+    *,
+    auth_token: str | None = None,
+) -> None:
     import anyio
 
     from signoff.integrations.mcp import serve
+    from signoff.integrations.mcp.serving import Transport
 
     if transport not in ("stdio", "http"):
         fail("--transport is stdio or http", 2)
     if transport == "http":
         err.print(f"serving MCP on http://{host}:{port}{path}")
+    mode: Transport = "http" if transport == "http" else "stdio"
+    run = partial(serve, server, mode, host=host, port=port, path=path, auth_token=auth_token)
     try:
-        anyio.run(partial(serve, server, transport, host=host, port=port, path=path))  # type: ignore[arg-type]
+        anyio.run(run)
     except KeyboardInterrupt:
         pass
     except Exception as exc:

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from signoff.channels.redact import Redactor
 from signoff.gate.settings import GateSettings
-from signoff.model import ApprovalRequest, utcnow
+from signoff.model import ApprovalRequest, Inquiry, Question, chains, utcnow
 from signoff.model.text import ABSENT, changed_args, inert
 
 if TYPE_CHECKING:
@@ -86,7 +86,9 @@ def pending_table(out: Console, reqs: list[ApprovalRequest]) -> None:
         table.add_column(col, overflow="fold")  # wrapped, never cut with "…"
     for r in reqs:
         quorum = ", ".join(
-            f"{len(c.approvals)}/{c.quorum}" for c in r.calls if c.resolution is None
+            chains.progress(cfg, c) or f"{len(c.approvals)}/{c.quorum}"
+            for c, cfg in zip(r.calls, r.review_configs, strict=True)
+            if c.resolution is None
         )
         table.add_row(
             *map(
@@ -135,11 +137,7 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
     if r.reasoning:
         out.print(line("  agent's reasoning: ", r.reasoning))
     if r.inquiry:
-        out.print(line("  ", ("question:", "bold"), " ", r.inquiry.question))
-        if r.inquiry.choices:
-            out.print(line("  choices: ", ", ".join(r.inquiry.choices)))
-        if r.inquiry.default_answer:
-            out.print(line("  suggested answer: ", r.inquiry.default_answer))
+        _inquiry(out, r.inquiry)
     for action, cfg, call in zip(r.action_requests, r.review_configs, r.calls, strict=True):
         out.print()
         res = call.resolution or "awaiting decision"
@@ -181,6 +179,10 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
             if who.any
             else ", ".join([f"role {x}" for x in who.roles] + [f"user {x}" for x in who.users])
         )
+        if who.chained:
+            group = "chain (" + chains.describe(who) + ")"
+            if call.resolution is None:
+                out.print(line("    progress: ", (chains.progress(cfg, call), "bold")))
         out.print(
             line(
                 f"    approvers: {group}; quorum {len(call.approvals)}/{call.quorum}",
@@ -193,6 +195,8 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
             out.print(line(f"    editable: {editable}"))
         if call.message:
             out.print(line("    message: ", call.message))
+        if call.answers is not None:
+            out.print(line("    answers: ", as_json(call.answers)))
         if call.execution:
             note = _execution_note(call, policy) if call.execution == "executing" else ""
             out.print(
@@ -268,11 +272,10 @@ def decision_summary(out: Console, r: ApprovalRequest, approver: str) -> None:
                 )
             )
         else:
+            cfg = r.config(call.tool_call_id)
+            where = chains.progress(cfg, call) or f"quorum {len(call.approvals)}/{call.quorum}"
             out.print(
-                line(
-                    f"{action.name} {call.tool_call_id}: quorum "
-                    f"{len(call.approvals)}/{call.quorum} — waiting for more approvers"
-                )
+                line(f"{action.name} {call.tool_call_id}: {where} — waiting for more approvers")
             )
     out.print(line(f"request {r.id} is {r.status}"))
     for notice in r.reroute_notices():
@@ -302,9 +305,16 @@ def explanation(out: Console, e: Any) -> None:
         )
     review = verdict.get("review")
     if review:
+        chain = review.get("chain") or []
         for key, value in review.items():
+            if key == "chain" or (chain and key == "approvers"):
+                continue  # printed as the chain below
             if value not in (None, [], "", ()):
                 out.print(line(f"  {key}: {value}"))
+        if chain:
+            out.print(line(f"  approval chain: {chain[0]}"))
+            for step in chain[1:]:
+                out.print(line(f"  {step}"))
     trace = data.get("trace") or []
     if trace:
         out.print("  evaluation:")
@@ -330,3 +340,26 @@ def case_results(out: Console, results: list[Any]) -> None:
             out.print(line(f"    {problem}"))
     failed = sum(1 for r in results if not r.passed)
     out.print(f"{len(results) - failed} passed, {failed} failed")
+
+
+def _inquiry(out: Console, inquiry: Inquiry) -> None:
+    """The question, or each question of a form with its id (the key of ``--answers``)."""
+    if not inquiry.is_form:
+        out.print(line("  ", ("question:", "bold"), " ", inquiry.question))
+        _question_details(out, inquiry.all_questions()[0], "  ")
+        return
+    out.print(line("  ", ("questions", "bold"), " (answer with --answers JSON keyed by id):"))
+    for q in inquiry.all_questions():
+        pick = " (pick any)" if q.multiple else ""
+        out.print(line("    ", (q.id, "bold"), f"{pick}: ", q.question))
+        _question_details(out, q, "      ")
+
+
+def _question_details(out: Console, q: Question, indent: str) -> None:
+    if q.choices:
+        other = " (or another answer)" if q.allow_other else ""
+        out.print(line(f"{indent}choices: ", ", ".join(q.choices), other))
+    if q.default_answer:
+        default = q.default_answer
+        shown = ", ".join(default) if isinstance(default, list) else default
+        out.print(line(f"{indent}suggested answer: ", shown))

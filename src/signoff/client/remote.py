@@ -350,23 +350,33 @@ class RemoteGate(ContextMethods):
     # ------------------------------------------------------------------ inquiries
     async def aask(
         self,
-        question: str,
+        question: str | None = None,
         *,
         choices: Sequence[str] | None = None,
         default_answer: str | None = None,
+        allow_other: bool = False,
+        questions: Sequence[Mapping[str, Any]] | None = None,
+        format: str = "text",
         timeout: float = 3600.0,
         ctx: CallContext | None = None,
         wait: bool = True,
-    ) -> str | ApprovalRequest:
-        """Ask a human; returns the answer (raises Rejected/Expired like :meth:`Gate.aask`)."""
+    ) -> str | dict[str, Any] | ApprovalRequest:
+        """Ask a human; returns the answer — for ``questions``, a dict keyed by question id —
+        (raises Rejected/Expired like :meth:`Gate.aask`)."""
         ctx = ctx if ctx is not None else current_context()
-        body = {
+        body: dict[str, Any] = {
             "question": question,
             "choices": list(choices) if choices else None,
             "default_answer": default_answer,
             "timeout": timeout,
             "context": context_json(ctx),
         }
+        if allow_other:
+            body["allow_other"] = True
+        if questions is not None:
+            body["questions"] = [dict(q) for q in questions]
+        if format != "text":
+            body["format"] = format
         data = await self._on_portal(lambda api: api.call("POST", "/v1/inquiries", json=body))
         req = self._parse(data)
         if not wait:
@@ -374,10 +384,14 @@ class RemoteGate(ContextMethods):
         req = await self.await_request(req.id)
         state = req.calls[0]
         if state.resolution == "responded":
+            if req.inquiry is not None and req.inquiry.is_form:
+                return dict(state.answers or {})
             return state.message or ""
         raise_for(req, state)
 
-    def ask(self, question: str, **kwargs: Any) -> str | ApprovalRequest:
+    def ask(
+        self, question: str | None = None, **kwargs: Any
+    ) -> str | dict[str, Any] | ApprovalRequest:
         return self._run(self.aask(question, **kwargs))
 
     # ------------------------------------------------------------------ lifecycle

@@ -63,8 +63,9 @@ class Changes:
             return
         await self.queue_notifications(tr)
         if tr.request.pending:
-            if any(e.event == "edit_rerouted" for e in tr.events):
-                await notify(cast("Gate", self), tr.request)  # the new rule's approvers
+            if any(e.event in ("edit_rerouted", "stage_started") for e in tr.events):
+                # the new rule's approvers, or the next stage of an approval chain
+                await notify(cast("Gate", self), tr.request)
             return
         for channel in self.channels:
             try:

@@ -51,25 +51,28 @@ from signoff.gate.lifecycle import Lifecycle
 from signoff.gate.portal import Portal
 from signoff.gate.ratelimit import RateWindows
 from signoff.gate.reattach import waiter_id
-from signoff.gate.settings import GateSettings
+from signoff.gate.settings import GateSettings, interactive_mode
 from signoff.gate.submission import Submission
 from signoff.gate.sweeper import Sweeper
 from signoff.gate.wiring import DeliveryWorker, Notifier, build_channels, build_remote
 from signoff.judges.runner import IntentChecker
 from signoff.judges.settings import build_judges
 from signoff.model import (
+    Answers,
     ApprovalRequest,
     CallContext,
     Decision,
     DecisionRecord,
     Inquiry,
     NotFound,
+    Question,
     ReviewSpec,
     Risk,
     ToolCall,
     Verdict,
     utcnow,
 )
+from signoff.model.inquiries import TextFormat
 from signoff.model.resolution import cancel
 from signoff.policy import Policy
 from signoff.policy.redact import Redaction, audit_key
@@ -78,12 +81,7 @@ from signoff.store import MemoryStore, Store, open_store
 log = logging.getLogger("signoff.gate")
 
 T = TypeVar("T")
-NON_INTERACTIVE_ENV = "SIGNOFF_NON_INTERACTIVE"
 CONFIG_ENV = "SIGNOFF_CONFIG"
-
-
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
@@ -101,10 +99,11 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         auto_approve: bool = False,
     ) -> None:
         self.policy = policy
+        self.settings = GateSettings.from_policy(policy)
+        # Whether a human can be asked: the argument, else $SIGNOFF_NON_INTERACTIVE, else
+        # gate.non_interactive.enabled (gate/settings.py: interactive_mode).
+        self.interactive = interactive_mode(interactive, self.settings)
         self.store: Store = store if store is not None else open_store(policy.store_url)
-        self.interactive = (
-            (not _env_flag(NON_INTERACTIVE_ENV)) if interactive is None else interactive
-        )
         # yolo mode: calls that need approval are approved at once (audited, actor "yolo");
         # deny rules still apply, and questions (inquiries) get "no human available".
         self.auto_approve = auto_approve
@@ -116,7 +115,6 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         self.grant_settings = GrantSettings.from_sections(policy.sections)
         self.grant_cache = GrantCache(policy)
         self.checks.add(GrantsStage(policy, self.grant_cache), after="policy")
-        self.settings = GateSettings.from_policy(policy)
         # Secret arguments: masked in audit events, sealed once a call is finished (the key
         # is audit.key, else the store's salt, read at start).
         self.redaction = Redaction(policy.secret_keys, audit_key(policy.sections))
@@ -427,16 +425,24 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
     # ------------------------------------------------------------------ inquiries
     async def aask(
         self,
-        question: str,
+        question: str | None = None,
         *,
         choices: Sequence[str] | None = None,
         default_answer: str | None = None,
+        allow_other: bool = False,
+        questions: Sequence[Mapping[str, Any] | Question] | None = None,
+        format: TextFormat = "text",
         timeout: float = 3600.0,
         approvers: ReviewSpec | None = None,
         ctx: CallContext | None = None,
         wait: bool = True,
-    ) -> str | ApprovalRequest:
+    ) -> str | Answers | ApprovalRequest:
         """Ask a human a question; returns the answer (a ``respond`` decision).
+
+        ``choices`` bind unless ``allow_other``. With ``questions`` (``[{id, question,
+        choices?, multiple?, default_answer?, allow_other?}]``, one round) the answer is a dict
+        keyed by question id (a list of strings where ``multiple``). ``format="markdown"`` lets
+        the web inbox render the question text as (sanitized) markdown.
 
         Raises :class:`Rejected` when declined, :class:`Expired` at the deadline. With
         ``wait=False`` returns the stored inquiry request at once.
@@ -446,13 +452,16 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
             question,
             choices=choices,
             default_answer=default_answer,
+            allow_other=allow_other,
+            questions=questions,
+            format=format,
             timeout=timeout,
             approvers=approvers,
             ctx=ctx if ctx is not None else current_context(),
             wait=wait,
         )
 
-    def ask(self, question: str, **kwargs: Any) -> str | ApprovalRequest:
+    def ask(self, question: str | None = None, **kwargs: Any) -> str | Answers | ApprovalRequest:
         return self._portal.run(self.aask(question, **kwargs))
 
     # ------------------------------------------------------------------ listing

@@ -30,6 +30,7 @@ from signoff.model import (
     utcnow,
 )
 from signoff.model.grants import Grant, GrantRequest
+from signoff.model.inquiries import check_response
 from signoff.model.resolution import Reroute, Transition, apply_decisions
 from signoff.policy import Policy
 from signoff.policy.redact import restore, secret_changes
@@ -70,6 +71,7 @@ async def decide(
             reroutes=checked.reroutes,
             key=gate.policy.person_key,
             grants=checked.grants,
+            in_place=True,  # the store's private copy
         )
 
     tr = await gate.update(request_id, mutate)
@@ -195,6 +197,7 @@ def checked_decisions(
                 type=d.type,
                 edited_action=d.edited_action,
                 message=d.message,
+                answers=d.answers,
                 scope=d.scope,
                 approver=approver,
                 channel=channel,
@@ -222,10 +225,11 @@ def _check_one(
         raise DecisionError(
             "edited_action is only valid with type 'edit'", field=f"{where}.edited_action"
         )
-    if d.type == "respond" and not (d.message or "").strip():
-        raise DecisionError(
-            "a respond decision needs the answer in `message`", field=f"{where}.message"
-        )
+    if d.type == "respond":
+        # Every surface's answer passes here: choices bind unless allow_other.
+        d.message, d.answers = check_response(req.inquiry, d.message, d.answers, where)
+    elif d.answers is not None:
+        raise DecisionError("answers are only valid with type 'respond'", field=f"{where}.answers")
     if d.scope != "call" and d.type != "approve":
         raise DecisionError(
             "a scope other than 'call' (a standing approval) is only valid on an approve decision",

@@ -66,10 +66,10 @@ def grant_from_decision(
             "(allow_thread_approval: false)",
             field=f"{where}.scope",
         )
-    if cfg.approvers.quorum > 1:
+    if not cfg.approvers.needs_one:
         raise DecisionError(
             f"{cfg.action_name} needs {cfg.approvers.quorum} approvals under rule "
-            f"{action.rule}; a standing approval cannot stand in for a quorum",
+            f"{action.rule}; a standing approval cannot stand in for a quorum or a chain",
             field=f"{where}.scope",
         )
     try:
@@ -119,10 +119,10 @@ def check_creator(gate: Gate, grant: Grant) -> None:
             "see `signoff policy explain` for the rule a call goes to",
             field="rule",
         )
-    if spec.approvers.quorum > 1:
+    if not spec.approvers.needs_one:
         raise DecisionError(
             f"rule {grant.rule} needs {spec.approvers.quorum} approvals; a standing approval "
-            "cannot stand in for a quorum",
+            "cannot stand in for a quorum or a chain",
             field="rule",
         )
     if not spec.approvers.admits(who, roles, gate.policy.person_key):

@@ -221,8 +221,8 @@ class GrantsStage:
             )
             return
         review = verdict.review
-        if review is not None and review.approvers.quorum > 1:
-            return  # a grant never stands in for a quorum
+        if review is not None and not review.approvers.needs_one:
+            return  # a grant never stands in for a quorum or an approval chain
         # The intent judge still runs: a grant stands in for the human, not for the judge
         # (whose objection brings the review back).
         state.verdict = Verdict(

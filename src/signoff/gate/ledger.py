@@ -62,7 +62,10 @@ class LedgerMethods:
     async def aclaim(self, request_id: str, call_id: str, *, actor: str | None = None) -> None:
         """Mark an approved call ``executing``; raises AlreadyExecuted on a second claim."""
         await self.update(
-            request_id, lambda r: mark_execution(r, call_id, "executing", now=utcnow(), actor=actor)
+            request_id,
+            lambda r: mark_execution(
+                r, call_id, "executing", now=utcnow(), actor=actor, in_place=True
+            ),
         )
 
     async def afinish(
@@ -71,7 +74,9 @@ class LedgerMethods:
         step: Literal["executed", "failed"] = "failed" if error is not None else "executed"
         await self.update(
             request_id,
-            lambda r: mark_execution(r, call_id, step, now=utcnow(), error=error, actor=actor),
+            lambda r: mark_execution(
+                r, call_id, step, now=utcnow(), error=error, actor=actor, in_place=True
+            ),
         )
 
     async def arun_approved(

@@ -47,10 +47,17 @@ def cancelled(tool: str, call_id: str, reason: str | None) -> str:
     )
 
 
-def no_human(tool: str) -> str:
+#: What a non-interactive run stores as the reason of a call it rejects for want of a human.
+NO_HUMAN = "no human is available to approve (non-interactive mode)"
+
+
+def no_human(tool: str, detail: str | None = None) -> str:
+    """A call rejected in a non-interactive run; ``detail`` says why, when it is more than
+    "nobody can answer" (a shell command off the allow-list, and which commands are on it)."""
+    why = f" {detail[0].upper()}{detail[1:]}." if detail and detail != NO_HUMAN else ""
     return (
         f"`{tool}` needs human approval, but no human is available (non-interactive "
-        "mode). The tool was not executed. Continue without it or stop and report."
+        f"mode).{why} The tool was not executed. Continue without it or stop and report."
     )
 
 
@@ -71,7 +78,7 @@ def outcome_text(req: ApprovalRequest, call: CallState, shown_id: str | None = N
     call_id = shown_id or call.tool_call_id
     if call.resolution == "rejected":
         if call.resolved_by == "non-interactive":
-            return no_human(name)
+            return no_human(name, call.message)
         return rejected(name, call_id, call.message)
     if call.resolution == "responded":
         return call.message or ""

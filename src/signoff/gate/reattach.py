@@ -68,7 +68,9 @@ async def reattach(gate: Gate, calls: list[ToolCall], ctx: CallContext) -> Appro
         until = now + timedelta(seconds=gate.settings.lease)
 
         def take(r: ApprovalRequest, until: datetime = until) -> Transition:
-            return take_lease(r, gate.waiter_id, until=until, now=utcnow(), reattach=True)
+            return take_lease(
+                r, gate.waiter_id, until=until, now=utcnow(), reattach=True, in_place=True
+            )
 
         try:
             tr = await gate.update(req.id, take)
@@ -92,7 +94,9 @@ async def renew(gate: Gate, req: ApprovalRequest) -> ApprovalRequest:
     try:
         tr = await gate.update(
             req.id,
-            lambda r: take_lease(r, gate.waiter_id, until=until, now=utcnow(), reattach=False),
+            lambda r: take_lease(
+                r, gate.waiter_id, until=until, now=utcnow(), reattach=False, in_place=True
+            ),
         )
     except LeaseHeld:
         return req  # another live process waits on it too: watch, do not take it over

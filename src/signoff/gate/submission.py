@@ -1,9 +1,9 @@
 """Submitting one agent step: build the request, store it with its outbox rows, tell people.
 
 Allowed and denied calls never get here (the checks answered them). Calls that need review
-become one :class:`ApprovalRequest` per step; then, in order: non-interactive mode rejects at
-once, yolo mode approves at once, standing thread approvals are applied, and whoever is still
-needed is notified.
+become one :class:`ApprovalRequest` per step; then, in order: non-interactive mode resolves
+it at once (gate/unattended.py), yolo mode approves at once, standing thread approvals are
+applied, and whoever is still needed is notified.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic_core import to_jsonable_python
 
 from signoff.checks.limits import Limits, check_args, check_json, clip_text
 from signoff.checks.schema import ModelArgs
+from signoff.gate import unattended
 from signoff.gate.reattach import reattach as find_earlier
 from signoff.model import (
     Action,
@@ -34,6 +35,7 @@ from signoff.model import (
     ReviewSpec,
     ToolCall,
     Verdict,
+    chains,
     new_id,
     utcnow,
 )
@@ -122,10 +124,9 @@ async def submit_checked(
     sub.request, sub.created = stored, created
     if not created:
         return sub
-    gate.sweeper.poke()
+    gate.sweeper.poke(stored.due_at)
     if not gate.interactive:
-        message = "no human is available to approve (non-interactive mode)"
-        sub.request = await _system_resolve(gate, stored, "rejected", "non-interactive", message)
+        sub.request = await unattended.resolve(gate, stored)
         return sub
     if gate.auto_approve:
         outcome: Literal["approved", "rejected"] = "rejected" if inquiry else "approved"
@@ -258,15 +259,10 @@ def build_request(
     inquiry: Inquiry | None,
     request_id: str | None = None,
 ) -> ApprovalRequest:
-    """One request holding every reviewable call of a step; the earliest deadline wins."""
+    """One request holding every reviewable call of a step; the earliest deadline wins (for
+    an approval chain, its first stage's)."""
     now = utcnow()
     specs: list[ReviewSpec] = [v.review or ReviewSpec() for _c, v in review]
-    timeout = min(s.timeout_s for s in specs)
-    escalate_at = None
-    escalating = [s for s in specs if s.on_timeout == "escalate"]
-    if escalating:
-        after = min(s.escalate_after_s or s.timeout_s / 2 for s in escalating)
-        escalate_at = now + timedelta(seconds=after)
     actions, configs, states = [], [], []
     for (call, verdict), spec in zip(review, specs, strict=True):
         info = gate.tools.get(call.name)
@@ -291,6 +287,14 @@ def build_request(
                 action=Action(name=call.name, args=dict(call.args)),
             )
         )
+        chains.fresh(configs[-1], states[-1])
+    asked = [chains.stage_config(c, s) for c, s in zip(configs, states, strict=True)]
+    timeout = min(c.timeout_s for c in asked)
+    escalate_at = None
+    escalating = [c for c in asked if c.on_timeout == "escalate"]
+    if escalating:
+        after = min(c.escalate_after_s or c.timeout_s / 2 for c in escalating)
+        escalate_at = now + timedelta(seconds=after)
     return ApprovalRequest(
         waiter=gate.waiter_id,
         lease_until=now + timedelta(seconds=gate.settings.lease),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import suppress
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from signoff.model import ApprovalRequest, RequestQuarantined, utcnow
@@ -34,6 +35,8 @@ class Sweeper:
         self.interval = interval
         self._task: asyncio.Future[None] | None = None
         self._wake: asyncio.Event | None = None
+        # When the loop looks next, while it sleeps; None while a pass runs (poke always).
+        self._wake_at: datetime | None = None
         self._reported: set[str] = set()
 
     async def sweep(self) -> int:
@@ -82,6 +85,10 @@ class Sweeper:
     async def _loop(self) -> None:
         assert self._wake is not None
         while True:
+            # Clear before the pass: a poke during it (a request stored after the pass read
+            # the next deadline) makes the wait below return at once.
+            self._wake.clear()
+            self._wake_at = None
             try:
                 await self.sweep()
                 nxt = await self.gate.store.next_due_at()
@@ -89,17 +96,23 @@ class Sweeper:
                 log.exception("sweeper pass failed; retrying")
                 nxt = None
             delay = self.interval
+            now = utcnow()
             if nxt is not None:
-                delay = max(0.0, min(delay, (nxt - utcnow()).total_seconds()))
-            self._wake.clear()
+                delay = max(0.0, min(delay, (nxt - now).total_seconds()))
+            self._wake_at = now + timedelta(seconds=delay)
             with suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
 
-    def poke(self) -> None:
-        """Look again now (a new request may be due sooner than the next wake-up)."""
+    def poke(self, due_at: datetime | None = None) -> None:
+        """Look again now, unless the loop already looks by ``due_at`` (the new request's
+        deadline): a request due after the next wake-up needs no extra pass."""
         wake = self._wake
-        if wake is not None:
-            self.gate._portal.loop.call_soon_threadsafe(wake.set)
+        if wake is None:
+            return
+        wake_at = self._wake_at
+        if due_at is not None and wake_at is not None and due_at >= wake_at:
+            return
+        self.gate._portal.loop.call_soon_threadsafe(wake.set)
 
     async def stop(self) -> None:
         task = self._task

@@ -23,6 +23,7 @@ from signoff.model.errors import (
     ToolCallStopped,
 )
 from signoff.model.identity import PersonKey, person_key, same_person
+from signoff.model.inquiries import Answers, Inquiry, Question, make_inquiry
 from signoff.model.requests import (
     Action,
     ActionRequest,
@@ -32,7 +33,6 @@ from signoff.model.requests import (
     Decision,
     DecisionRecord,
     Execution,
-    Inquiry,
     PrincipalInfo,
     RequestKind,
     Resolution,
@@ -65,6 +65,7 @@ __all__ = [
     "ActionRequest",
     "AlreadyDecided",
     "AlreadyExecuted",
+    "Answers",
     "ApprovalRequest",
     "Approvers",
     "ApproversInfo",
@@ -93,6 +94,7 @@ __all__ = [
     "PolicyErrors",
     "Principal",
     "PrincipalInfo",
+    "Question",
     "Rejected",
     "RequestKind",
     "RequestQuarantined",
@@ -111,6 +113,7 @@ __all__ = [
     "Transition",
     "Verdict",
     "VerdictKind",
+    "make_inquiry",
     "new_id",
     "person_key",
     "same_person",

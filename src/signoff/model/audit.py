@@ -31,6 +31,7 @@ AuditEventType = Literal[
     "reattached",  # a restarted agent took over an open request whose waiter's lease lapsed
     "reconciled",  # a human recorded the outcome of an interrupted execution
     "intent_checked",  # an intent judge answered about a call (verdict, reason, latency)
+    "stage_started",  # a call's approval chain moved to (or restarted at) a stage
 ]
 
 

@@ -12,8 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from signoff.model import chains
 from signoff.model.grants import GrantRequest
 from signoff.model.identity import PersonKey, person_key, same_person
+from signoff.model.inquiries import Answers, Inquiry
 from signoff.model.verdicts import Approvers, DecisionType, OnTimeout, ReviewSpec, Risk
 
 RequestKind = Literal["tool_call", "inquiry"]
@@ -43,10 +45,39 @@ class PrincipalInfo(_Model):
 
 
 class ApproversInfo(_Model):
+    """Who may decide (the wire form of :class:`~signoff.model.verdicts.Approvers`).
+
+    A chain lists its groups in ``stages`` (asked one after the other) or ``all_of`` (one
+    from each group, in any order); the progress of each group is on the call's
+    :class:`CallState`. A stage may carry its own ``timeout_s``, ``on_timeout`` and
+    escalation. Rows stored before chains existed load with the defaults (no chain).
+    """
+
     roles: list[str] = Field(default_factory=list)
     users: list[str] = Field(default_factory=list)
     quorum: int = 1
     any: bool = False
+    stages: list[ApproversInfo] | None = None
+    all_of: list[ApproversInfo] | None = None
+    distinct: bool = True
+    timeout_s: float | None = None
+    on_timeout: OnTimeout | None = None
+    escalate_to: ApproversInfo | None = None
+    escalate_after_s: float | None = None
+
+    @property
+    def chained(self) -> bool:
+        return bool(self.stages or self.all_of)
+
+    @property
+    def groups(self) -> list[ApproversInfo]:
+        """A chain's groups (its stages or its ``all_of`` groups); empty otherwise."""
+        return self.stages or self.all_of or []
+
+    @property
+    def needs_one(self) -> bool:
+        """One person's approval is enough: no quorum, no chain."""
+        return self.quorum <= 1 and not self.chained
 
     @classmethod
     def of(cls, approvers: Approvers) -> ApproversInfo:
@@ -55,11 +86,28 @@ class ApproversInfo(_Model):
             users=list(approvers.users),
             quorum=approvers.quorum,
             any=approvers.any,
+            stages=[cls.of(g) for g in approvers.stages] or None,
+            all_of=[cls.of(g) for g in approvers.all_of] or None,
+            distinct=approvers.distinct,
+            timeout_s=approvers.timeout_s,
+            on_timeout=approvers.on_timeout,
+            escalate_to=cls.of(approvers.escalate_to) if approvers.escalate_to else None,
+            escalate_after_s=approvers.escalate_after_s,
         )
 
     def to_approvers(self) -> Approvers:
         return Approvers(
-            roles=tuple(self.roles), users=tuple(self.users), quorum=self.quorum, any=self.any
+            roles=tuple(self.roles),
+            users=tuple(self.users),
+            quorum=self.quorum,
+            any=self.any,
+            stages=tuple(g.to_approvers() for g in self.stages or ()),
+            all_of=tuple(g.to_approvers() for g in self.all_of or ()),
+            distinct=self.distinct,
+            timeout_s=self.timeout_s,
+            on_timeout=self.on_timeout,
+            escalate_to=self.escalate_to.to_approvers() if self.escalate_to else None,
+            escalate_after_s=self.escalate_after_s,
         )
 
 
@@ -131,16 +179,18 @@ class Decision(_Model):
     ``tool_call_id`` may be omitted when decisions are given as a positional list
     (LangChain semantics: ``decisions[i]`` answers ``action_requests[i]``).
     ``message`` is the reason (optional on approve, expected on reject) or the answer
-    (required on respond). ``scope`` on an approve also creates a grant (a standing approval,
-    see :mod:`signoff.model.grants`): ``"thread"`` for later calls of the same tool under the
-    same rule from the same agent for the same principal on this thread, or a
-    :class:`GrantRequest` such as ``{"kind": "agent", "for": "8h"}``.
+    (required on respond, unless ``answers`` carries it: an inquiry form's answers keyed by
+    question id, see :mod:`signoff.model.inquiries`). ``scope`` on an approve also creates a
+    grant (a standing approval, see :mod:`signoff.model.grants`): ``"thread"`` for later calls
+    of the same tool under the same rule from the same agent for the same principal on this
+    thread, or a :class:`GrantRequest` such as ``{"kind": "agent", "for": "8h"}``.
     """
 
     tool_call_id: str | None = None
     type: DecisionType
     edited_action: Action | None = None
     message: str | None = None
+    answers: dict[str, Any] | None = None
     scope: Scope | GrantRequest = "call"
 
 
@@ -155,6 +205,7 @@ class DecisionRecord(_Model):
     type: DecisionType
     edited_action: Action | None = None
     message: str | None = None
+    answers: Answers | None = None
     scope: Scope | GrantRequest = "call"
     approver: str
     channel: str = "api"
@@ -171,18 +222,27 @@ class DecisionRecord(_Model):
             and same_person(self.approver, other.approver, key)
             and self.edited_action == other.edited_action
             and (self.message or None) == (other.message or None)
+            and self.answers == other.answers
         )
 
 
 class CallState(_Model):
-    """Where one call of a request stands: quorum progress, resolution, execution."""
+    """Where one call of a request stands: quorum progress, resolution, execution.
+
+    For a chain (``approvers.stages`` / ``all_of``), ``group_approvals[i]`` lists who counted
+    for group ``i`` and ``stage`` is the index of the stage now asked; ``approvals`` lists
+    everyone counted and ``quorum`` is the chain's total.
+    """
 
     tool_call_id: str
     action: Action  # what runs if approved: the original call, or the edited one
     quorum: int = 1
     approvals: list[str] = Field(default_factory=list)
+    stage: int = 0
+    group_approvals: list[list[str]] = Field(default_factory=list)
     resolution: Resolution | None = None
     message: str | None = None
+    answers: Answers | None = None  # an inquiry form's answers, keyed by question id
     resolved_by: str | None = None
     resolved_at: datetime | None = None
     execution: Execution | None = None
@@ -193,14 +253,6 @@ class CallState(_Model):
     @property
     def runnable(self) -> bool:
         return self.resolution in RUNNABLE
-
-
-class Inquiry(_Model):
-    """A question for a human (``kind: inquiry``), answered with a ``respond`` decision."""
-
-    question: str
-    choices: list[str] | None = None
-    default_answer: str | None = None
 
 
 class ApprovalRequest(_Model):
@@ -282,6 +334,8 @@ class ApprovalRequest(_Model):
             group = " or ".join(
                 [*(f"role {r}" for r in who.roles), *who.users] or ["any listed approver"]
             )
+            if who.chained:
+                group = f"its approval chain ({chains.describe(who)}; {chains.progress(cfg, call)})"
             out.append(
                 f"The edit moved {action.name} {call.tool_call_id} from rule "
                 f"{call.rerouted_from} to rule {action.rule}: it has not run and now needs "

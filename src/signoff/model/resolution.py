@@ -3,15 +3,21 @@
 Every store runs these inside one transaction on the freshest copy of the row, so the rules
 (first valid decision wins, quorum, veto, deadlines, exactly-once execution) are written once
 and hold for SQLite, PostgreSQL and memory alike.
+
+Each function leaves its argument alone and changes a copy — except with ``in_place=True``,
+which the gate passes when the function runs as the mutation of ``Store.update_request``:
+every store hands a mutation a private copy of the row (parsed from it, or copied), so a
+second copy (a pydantic dump/validate, tens of microseconds) would buy nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from signoff.model import chains
 from signoff.model.audit import AuditEvent
 from signoff.model.errors import (
     AlreadyDecided,
@@ -125,8 +131,11 @@ def may_decide(
     by ``key`` (:func:`~signoff.model.identity.person_key`, or the policy's, with aliases)."""
     roles = frozenset(roles)
     allowed = cfg.approvers.to_approvers().admits(person, roles, key)
-    if not allowed and req.escalated and cfg.escalate_to is not None:
-        allowed = cfg.escalate_to.to_approvers().admits(person, roles, key)
+    escalate_to = cfg.escalate_to
+    if cfg.approvers.stages:  # the stage now asked may escalate to a group of its own
+        escalate_to = chains.stage_config(cfg, req.call(cfg.tool_call_id)).escalate_to
+    if not allowed and req.escalated and escalate_to is not None:
+        allowed = escalate_to.to_approvers().admits(person, roles, key)
     if not allowed:
         who = _describe_group(cfg)
         return f"{person} may not decide {cfg.action_name}: it needs {who}"
@@ -134,6 +143,8 @@ def may_decide(
 
 
 def _describe_group(cfg: ReviewConfig) -> str:
+    if cfg.approvers.chained:
+        return "someone in its approval chain (" + chains.describe(cfg.approvers) + ")"
     parts = []
     if cfg.approvers.roles:
         parts.append("a person with role " + " or ".join(cfg.approvers.roles))
@@ -175,8 +186,10 @@ def apply_decisions(
     reroutes: Mapping[str, Reroute] | None = None,
     key: PersonKey = person_key,
     grants: Mapping[str, Grant] | None = None,
+    in_place: bool = False,
 ) -> Transition:
-    """Record ``decisions`` (all by one approver) on a fresh copy of ``req``.
+    """Record ``decisions`` (all by one approver) on a fresh copy of ``req`` (on ``req``
+    itself with ``in_place``: see the module docstring).
 
     People compare by ``key`` (self-approval, quorum distinctness, repeats): NFKC + casefold
     by default; pass ``Policy.person_key`` so a person's ``aliases:`` count as them too.
@@ -205,7 +218,7 @@ def apply_decisions(
             outcome="expired",
             at=req.expires_at,
         )
-    new = req.copy_for_update()
+    new = req if in_place else req.copy_for_update()
     tr = Transition(new)
     seen: set[str] = set()
     for i, d in enumerate(decisions):
@@ -236,11 +249,18 @@ def apply_decisions(
         if refusal:
             raise NotAuthorized(refusal, field="approver")
         _check_self(cfg, new, d, key)
+        if cfg.approvers.chained and d.type in ("approve", "edit"):
+            edit = d.type == "edit"
+            why = chains.refusal(
+                cfg, call, d.approver, roles, escalated=new.escalated, key=key, edit=edit
+            )
+            if why:
+                raise NotAuthorized(why, field="approver")
         reroute = (reroutes or {}).get(d.tool_call_id) if d.type == "edit" else None
         if reroute is not None:
             _reroute(new, tr, idx, d, reroute, roles, now, key)
         else:
-            _apply_one(new, tr, idx, d, now, key, (grants or {}).get(d.tool_call_id))
+            _apply_one(new, tr, idx, d, now, key, (grants or {}).get(d.tool_call_id), roles)
     if all(c.resolution is not None for c in new.calls):
         new.status = "resolved"
         new.resolved_at = now
@@ -260,7 +280,12 @@ def _is_repeat(req: ApprovalRequest, d: DecisionRecord, key: PersonKey) -> bool:
         if old.tool_call_id != d.tool_call_id:
             continue
         if d.same_as(old, key):
-            return True
+            # at a later stage of a chain, the same approve again is a new one (refused when
+            # distinct: true, counted for this stage otherwise)
+            if d.type != "approve" or req.call(d.tool_call_id).resolution is not None:
+                return True
+            cfg, call = req.config(d.tool_call_id), req.call(d.tool_call_id)
+            return chains.counted_now(cfg, call, d.approver, key)
         if old.type == "edit":
             return False
     return False
@@ -274,8 +299,9 @@ def _apply_one(
     now: datetime,
     key: PersonKey,
     grant: Grant | None = None,
+    roles: frozenset[str] = frozenset(),
 ) -> None:
-    call = new.calls[idx]
+    call, cfg = new.calls[idx], new.review_configs[idx]
     new.decisions.append(d)
     scope = d.scope if isinstance(d.scope, str) else d.scope.model_dump(by_alias=True)
     data: dict[str, object] = {"type": d.type, "channel": d.channel, "scope": scope}
@@ -283,16 +309,23 @@ def _apply_one(
         data["os_user"] = d.os_user
     if d.message:
         data["message"] = d.message
+    if d.answers is not None:
+        data["answers"] = d.answers
+    stage_started = False
     if d.type == "approve":
+        if cfg.approvers.chained:
+            if not chains.count(cfg, call, d.approver, roles, key):
+                data["counted"] = False
+            stage_started = chains.advance(cfg, call)
         # Quorum counts people, not spellings of one name. A repeat by someone already
         # counted (a new message, an approve after their own edit) is recorded and audited
         # like any change of the row, but not counted again.
-        if contains_person(call.approvals, d.approver, key):
+        elif contains_person(call.approvals, d.approver, key):
             data["counted"] = False
         else:
             call.approvals.append(d.approver)
         data["quorum"] = f"{len(call.approvals)}/{call.quorum}"
-        if len(call.approvals) >= call.quorum:
+        if chains.complete(cfg, call):
             original = new.action_requests[idx]
             edited = call.action.args != original.args
             _resolve(call, "edited" if edited else "approved", d, now)
@@ -303,16 +336,69 @@ def _apply_one(
     elif d.type == "edit":
         assert d.edited_action is not None  # checked by the gate before it gets here
         call.action = Action(name=call.action.name, args=dict(d.edited_action.args))
-        call.approvals = [d.approver]  # an edit restarts the count on the edited call
         data["edited_args"] = d.edited_action.args
-        data["quorum"] = f"1/{call.quorum}"
-        if call.quorum <= 1:
+        if cfg.approvers.chained:  # an edit restarts the chain at stage 1
+            stage_started = _restart_chain(new, idx, d.approver, roles, key)
+        else:
+            call.approvals = [d.approver]  # an edit restarts the count on the edited call
+        data["quorum"] = f"{len(call.approvals)}/{call.quorum}"
+        if chains.complete(cfg, call):
             _resolve(call, "edited", d, now)
     elif d.type == "reject":
         _resolve(call, "rejected", d, now)  # one qualified reject vetoes
     else:
         _resolve(call, "responded", d, now)
+    if cfg.approvers.chained:
+        data["progress"] = chains.progress(cfg, call)
     tr.events.append(_event(new, "decided", d.tool_call_id, at=now, actor=d.approver, **data))
+    if stage_started and call.resolution is None:
+        _start_stage(new, tr, idx, now, restarted=d.type == "edit")
+
+
+def _restart_chain(
+    new: ApprovalRequest, idx: int, editor: str, roles: frozenset[str], key: PersonKey
+) -> bool:
+    """Back to stage 1 with nobody counted, then the editor counts if stage 1 admits them
+    (not their own call: that was refused before). True when a stage (re)starts."""
+    cfg, call = new.review_configs[idx], new.calls[idx]
+    chains.fresh(cfg, call)
+    if (
+        may_decide(cfg, new, editor, roles, key) is None
+        and not is_self_approval(cfg, new, editor, key)
+        and chains.refusal(cfg, call, editor, roles, escalated=False, key=key) is None
+    ):
+        chains.count(cfg, call, editor, roles, key)
+        chains.advance(cfg, call)
+    return bool(cfg.approvers.stages)
+
+
+def _start_stage(
+    new: ApprovalRequest, tr: Transition, idx: int, now: datetime, *, restarted: bool
+) -> None:
+    """A stage of a ``stages`` chain starts: the request's deadline and escalation become
+    the stage's (its own ``timeout``/``on_timeout`` or the review's), and the
+    ``stage_started`` event tells the notification planner to ask the stage's people."""
+    cfg, call = new.review_configs[idx], new.calls[idx]
+    eff = chains.stage_config(cfg, call)
+    new.expires_at = deadline_after(now, eff.timeout_s)
+    new.escalated = False
+    new.escalate_at = None
+    if eff.on_timeout == "escalate":
+        new.escalate_at = deadline_after(now, eff.escalate_after_s or eff.timeout_s / 2)
+    tr.events.append(
+        _event(
+            new,
+            "stage_started",
+            call.tool_call_id,
+            at=now,
+            actor="system",
+            stage=call.stage + 1,
+            of=len(cfg.approvers.groups),
+            progress=chains.progress(cfg, call),
+            expires_at=new.expires_at.isoformat(),
+            restarted=restarted,
+        )
+    )
 
 
 def _reroute(
@@ -336,10 +422,15 @@ def _reroute(
     new.review_configs[idx] = reroute.config
     action.rule, action.reason = reroute.rule, reroute.reason
     call.quorum = reroute.config.approvers.quorum
-    counted = may_decide(
-        reroute.config, new, d.approver, roles, key
-    ) is None and not is_self_approval(reroute.config, new, d.approver, key)
-    call.approvals = [d.approver] if counted else []
+    chains.fresh(reroute.config, call)  # no progress of the old rule's chain carries over
+    if reroute.config.approvers.chained:
+        _restart_chain(new, idx, d.approver, roles, key)
+        counted = bool(call.approvals)
+    else:
+        counted = may_decide(
+            reroute.config, new, d.approver, roles, key
+        ) is None and not is_self_approval(reroute.config, new, d.approver, key)
+        call.approvals = [d.approver] if counted else []
     call.rerouted_from = from_rule
     data: dict[str, object] = {
         "type": "edit",
@@ -353,9 +444,13 @@ def _reroute(
     }
     if d.message:
         data["message"] = d.message
+    if reroute.config.approvers.chained:
+        data["progress"] = chains.progress(reroute.config, call)
     tr.events.append(_event(new, "edit_rerouted", d.tool_call_id, at=now, actor=d.approver, **data))
-    if len(call.approvals) >= call.quorum:
+    if chains.complete(reroute.config, call):
         _resolve(call, "edited", d, now)
+    elif reroute.config.approvers.stages:
+        _start_stage(new, tr, idx, now, restarted=True)
 
 
 def _grant_event(grant: Grant, now: datetime) -> AuditEvent:
@@ -383,6 +478,7 @@ def grant_created_event(grant: Grant, now: datetime) -> AuditEvent:
 def _resolve(call: CallState, resolution: str, d: DecisionRecord, now: datetime) -> None:
     call.resolution = resolution  # type: ignore[assignment]
     call.message = d.message
+    call.answers = d.answers
     call.resolved_by = d.approver
     call.resolved_at = now
 
@@ -393,25 +489,25 @@ def due_transition(req: ApprovalRequest, now: datetime) -> Transition | None:
         return None
     new = req.copy_for_update()
     tr = Transition(new)
+    # a chain's current stage brings its own deadline handling
+    configs = [
+        chains.stage_config(c, call) for c, call in zip(new.review_configs, new.calls, strict=True)
+    ]
     if new.escalate_at is not None and not new.escalated and now < new.expires_at:
         new.escalated = True
-        extension = max(
-            (c.timeout_s for c in new.review_configs if c.on_timeout == "escalate"), default=0.0
-        )
+        extension = max((c.timeout_s for c in configs if c.on_timeout == "escalate"), default=0.0)
         new.expires_at = deadline_after(new.expires_at, extension)
         tr.events.append(
             _event(new, "escalated", at=now, actor="system", expires_at=new.expires_at.isoformat())
         )
         new.version += 1
         return tr
-    late_extension = max(
-        (c.timeout_s for c in new.review_configs if c.on_timeout == "escalate"), default=0.0
-    )
+    late_extension = max((c.timeout_s for c in configs if c.on_timeout == "escalate"), default=0.0)
     if new.escalate_at is not None and not new.escalated and late_extension > 0:
         # Nobody swept before the deadline (e.g. the process was down): escalate now and give
         # the new group the full extension from now, as promised. Without an extension the
         # deadline holds and the request expires below.
-        _escalated_late(new, now)
+        _escalated_late(new, now, late_extension)
         new.escalated = True
         tr.events.append(
             _event(
@@ -425,7 +521,7 @@ def due_transition(req: ApprovalRequest, now: datetime) -> Transition | None:
         )
         new.version += 1
         return tr
-    for call, cfg in zip(new.calls, new.review_configs, strict=True):
+    for call, cfg in zip(new.calls, configs, strict=True):
         if call.resolution is not None:
             continue
         call.resolved_by = "timeout"
@@ -451,10 +547,7 @@ def due_transition(req: ApprovalRequest, now: datetime) -> Transition | None:
     return tr
 
 
-def _escalated_late(req: ApprovalRequest, now: datetime) -> ApprovalRequest:
-    extension = max(
-        (c.timeout_s for c in req.review_configs if c.on_timeout == "escalate"), default=0.0
-    )
+def _escalated_late(req: ApprovalRequest, now: datetime, extension: float) -> ApprovalRequest:
     req.escalate_at = now
     req.expires_at = deadline_after(now, extension)
     return req
@@ -481,6 +574,8 @@ def cancel(req: ApprovalRequest, *, actor: str, reason: str | None, now: datetim
 
 
 ExecutionStep = Literal["executing", "executed", "failed"]
+#: What a system actor answers for one call: its resolution and the message with it.
+SystemOutcome = tuple[Literal["approved", "rejected"], str | None]
 
 
 def mark_execution(
@@ -491,12 +586,14 @@ def mark_execution(
     now: datetime,
     error: str | None = None,
     actor: str | None = None,
+    in_place: bool = False,
 ) -> Transition:
     """Advance the exactly-once ledger of one call: ``executing`` → ``executed | failed``.
 
     Claiming ``executing`` succeeds once; a second claim raises :class:`AlreadyExecuted`.
+    ``in_place``: see the module docstring.
     """
-    new = req.copy_for_update()
+    new = req if in_place else req.copy_for_update()
     call = new.call(tool_call_id)
     name = call.action.name
     if step == "executing":
@@ -545,9 +642,11 @@ def system_resolve(
     actor: str,
     message: str | None,
     now: datetime,
+    outcomes: Callable[[CallState], SystemOutcome | None] | None = None,
 ) -> Transition:
-    """Resolve every undecided call without a human: ``non-interactive`` mode rejects at once,
-    ``yolo`` mode approves at once. Audited as ``decided`` with the system actor."""
+    """Resolve every undecided call without a human: ``non-interactive`` mode rejects at once
+    (or, per call, answers what ``outcomes`` says), ``yolo`` mode approves at once. Audited as
+    ``decided`` with the system actor."""
     if not req.pending:
         raise _already(req)
     new = req.copy_for_update()
@@ -555,10 +654,12 @@ def system_resolve(
     for call in new.calls:
         if call.resolution is not None:
             continue
-        call.resolution = resolution
+        own = outcomes(call) if outcomes is not None else None
+        outcome, said = own if own is not None else (resolution, message)
+        call.resolution = outcome
         call.resolved_by = actor
         call.resolved_at = now
-        call.message = message
+        call.message = said
         tr.events.append(
             _event(
                 new,
@@ -566,9 +667,9 @@ def system_resolve(
                 call.tool_call_id,
                 at=now,
                 actor=actor,
-                type="approve" if resolution == "approved" else "reject",
+                type="approve" if outcome == "approved" else "reject",
                 channel=actor,
-                message=message,
+                message=said,
             )
         )
     new.status = "resolved"
@@ -587,9 +688,16 @@ def system_resolve(
 
 
 def take_lease(
-    req: ApprovalRequest, waiter: str, *, until: datetime, now: datetime, reattach: bool
+    req: ApprovalRequest,
+    waiter: str,
+    *,
+    until: datetime,
+    now: datetime,
+    reattach: bool,
+    in_place: bool = False,
 ) -> Transition:
-    """Hold (or renew) the waiter's lease on ``req``.
+    """Hold (or renew) the waiter's lease on ``req`` (``in_place``: see the module
+    docstring).
 
     With ``reattach`` the caller is taking over someone else's request: allowed only once the
     current lease has lapsed (two live runs never share one approval), audited ``reattached``.
@@ -602,7 +710,7 @@ def take_lease(
             f"{req.lease_until.isoformat(timespec='seconds') if req.lease_until else '?'}",
             request_id=req.id,
         )
-    new = req.copy_for_update()
+    new = req if in_place else req.copy_for_update()
     new.waiter, new.lease_until = waiter, until
     new.version += 1
     events = []

@@ -27,15 +27,48 @@ def risk_at_least(risk: Risk | None, floor: Risk) -> bool:
 @dataclass(frozen=True, slots=True)
 class Approvers:
     """Who may decide: anyone holding one of ``roles``, or one of ``users``; ``quorum`` distinct
-    people must approve. ``any=True`` admits every person (the single-user / local mode)."""
+    people must approve. ``any=True`` admits every person (the single-user / local mode).
+
+    A *chain* names groups instead (see :mod:`signoff.model.chains`): ``stages`` are asked one
+    after the other, ``all_of`` all at once, and every group must reach its own quorum;
+    ``distinct`` (the default) counts a person once across all groups. A chain's ``quorum`` is
+    the total of its groups'. A stage may carry its own ``timeout_s``, ``on_timeout`` and
+    escalation (None: the review's).
+    """
 
     roles: tuple[str, ...] = ()
     users: tuple[str, ...] = ()
     quorum: int = 1
     any: bool = False
+    stages: tuple[Approvers, ...] = ()
+    all_of: tuple[Approvers, ...] = ()
+    distinct: bool = True
+    timeout_s: float | None = None
+    on_timeout: OnTimeout | None = None
+    escalate_to: Approvers | None = None
+    escalate_after_s: float | None = None
+
+    @property
+    def chained(self) -> bool:
+        """Whether this is a chain (``stages`` or ``all_of``)."""
+        return bool(self.stages or self.all_of)
+
+    @property
+    def groups(self) -> tuple[Approvers, ...]:
+        """A chain's groups (its stages or its ``all_of`` groups); empty otherwise."""
+        return self.stages or self.all_of
+
+    @property
+    def needs_one(self) -> bool:
+        """One person's approval is enough: no quorum, no chain (what a grant may stand in for)."""
+        return self.quorum <= 1 and not self.chained
 
     def admits(self, person: str, roles: Iterable[str], key: PersonKey = person_key) -> bool:
-        """Whether ``person`` (holding ``roles``) is in this group; names compare by ``key``."""
+        """Whether ``person`` (holding ``roles``) is in this group — for a chain, in any of its
+        groups; names compare by ``key``."""
+        if self.chained:
+            held = tuple(roles)
+            return any(g.admits(person, held, key) for g in self.groups)
         if self.any or contains_person(self.users, person, key):
             return True
         return not set(self.roles).isdisjoint(roles)
@@ -50,9 +83,26 @@ class Approvers:
         )
 
     def to_wire(self) -> dict[str, object]:
+        if self.chained:
+            kind = "stages" if self.stages else "all_of"
+            return {
+                kind: [g.to_wire() for g in self.groups],
+                "distinct": self.distinct,
+                "quorum": self.quorum,
+            }
+        wire: dict[str, object]
         if self.any:
-            return {"any": True, "quorum": self.quorum}
-        return {"roles": list(self.roles), "users": list(self.users), "quorum": self.quorum}
+            wire = {"any": True, "quorum": self.quorum}
+        else:
+            wire = {"roles": list(self.roles), "users": list(self.users), "quorum": self.quorum}
+        if self.timeout_s is not None:
+            wire["timeout_s"] = self.timeout_s
+        if self.on_timeout is not None:
+            wire["on_timeout"] = self.on_timeout
+        if self.escalate_to is not None:
+            wire["escalate_to"] = self.escalate_to.to_wire()
+            wire["escalate_after_s"] = self.escalate_after_s
+        return wire
 
 
 ANY_APPROVER = Approvers(any=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from signoff.model import Verdict
+from signoff.model import Approvers, ReviewSpec, Verdict
 
 Lookup = Literal["exact", "glob", "unknown"]
 StepOutcome = Literal["matched", "no match", "error", "not evaluated"]
@@ -110,4 +110,32 @@ def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
             "description": review.description,
             "notify": list(review.notify),
         }
+        if review.approvers.chained:
+            out["review"]["chain"] = chain_lines(review)
+    return out
+
+
+def _who(group: Approvers) -> str:
+    names = [*(f"role {r}" for r in group.roles), *(f"user {u}" for u in group.users)]
+    who = "anyone" if group.any else " or ".join(names)
+    return f"{group.quorum} of {who}" if group.quorum != 1 else who
+
+
+def chain_lines(review: ReviewSpec) -> list[str]:
+    """An approval chain, one line per stage or group, with each stage's deadline handling
+    (its own, or the review's it inherits)."""
+    approvers = review.approvers
+    distinct = "a person counts once" if approvers.distinct else "a person may count in several"
+    if approvers.all_of:
+        head = f"all of {len(approvers.all_of)} groups, in any order ({distinct}):"
+        return [head, *(f"  group {i + 1}: {_who(g)}" for i, g in enumerate(approvers.all_of))]
+    out = [f"{len(approvers.stages)} stages, one after the other ({distinct}):"]
+    for i, stage in enumerate(approvers.stages):
+        timeout = stage.timeout_s if stage.timeout_s is not None else review.timeout_s
+        on_timeout = stage.on_timeout or review.on_timeout
+        escalate_to = stage.escalate_to if stage.on_timeout else review.escalate_to
+        then = f"on_timeout {on_timeout}"
+        if on_timeout == "escalate" and escalate_to is not None:
+            then += f" to {_who(escalate_to)}"
+        out.append(f"  stage {i + 1}: {_who(stage)}; deadline {timeout:g}s after it starts, {then}")
     return out

@@ -15,13 +15,17 @@ from dataclasses import dataclass
 from signoff.model.identity import person_key
 from signoff.policy.source import Loc, Problems
 
-PERSON_KEYS = ("roles", "name", "slack", "discord", "email", "line", "aliases")
+ADDRESS_KEYS = ("slack", "discord", "email", "line", "telegram", "feishu", "dingtalk")
+PERSON_KEYS = ("roles", "name", *ADDRESS_KEYS, "aliases")
+#: Addresses that are numbers on their platform, so YAML may read them as ints.
+NUMERIC_KEYS = frozenset({"discord", "telegram", "dingtalk"})
 
 
 @dataclass(frozen=True, slots=True)
 class Person:
     """One person in the directory. ``roles`` decide what they may approve; the channel ids
-    (``slack``, ``discord``, ``email``, ``line``) say where they are notified; ``aliases``
+    (``slack``, ``discord``, ``email``, ``line``, ``telegram``, ``feishu``, ``dingtalk``) say
+    where they are notified; ``aliases``
     are other names they sign as (a Slack display name, ``ERIN@corp``)."""
 
     id: str
@@ -31,6 +35,9 @@ class Person:
     discord: str | None = None
     email: str | None = None
     line: str | None = None
+    telegram: str | None = None
+    feishu: str | None = None
+    dingtalk: str | None = None
     aliases: tuple[str, ...] = ()
 
 
@@ -182,10 +189,10 @@ def _person(pid: object, entry: object, loc: Loc, problems: Problems) -> Person 
         return None
     fields: dict[str, str | None] = {}
     ok = True
-    for key in ("name", "slack", "discord", "email", "line"):
+    for key in ("name", *ADDRESS_KEYS):
         value = entry.get(key)
-        if key == "discord" and isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)  # Discord ids are numbers; YAML reads them as ints
+        if key in NUMERIC_KEYS and isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)  # Discord and Telegram ids are numbers; YAML reads them as ints
         if value is not None and not isinstance(value, str):
             problems.add(loc.key(key), f"{key} is a string, got {value!r}; quote it")
             ok = False

@@ -8,7 +8,7 @@ finished :class:`ReviewSpec`, so nothing is merged while a call waits.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from signoff.model import (
@@ -37,7 +37,12 @@ REVIEW_KEYS = (
 SHARED_KEYS = ("risk", "description", "intent")
 INTENT_KEYS = ("judge", "on_mismatch", "on_unclear", "on_error")
 APPROVAL_ONLY_KEYS = tuple(k for k in REVIEW_KEYS if k not in SHARED_KEYS)
-CHANNELS = ("slack", "discord", "email", "line", "webhooks", "teams", "console", "web")
+CHAIN_KEYS = frozenset({"stages", "all_of"})
+STAGE_KEYS = ("timeout", "on_timeout", "escalate_to", "escalate_after")
+CHANNELS = (
+    "slack", "discord", "email", "line", "telegram", "feishu", "dingtalk", "webhooks", "teams",
+    "console", "web",
+)  # fmt: skip
 ON_TIMEOUT_VALUES = ("reject", "allow", "escalate")
 DEFAULT_DESCRIPTION = "{tool} requested by {principal.id}"
 DEFAULT_TIMEOUT_S = 3600.0
@@ -179,7 +184,10 @@ class ReviewCompiler:
         return tuple(dict.fromkeys(items))
 
     def approvers(self, value: object, loc: Loc, *, escalation: bool) -> Approvers:
-        """Parse ``{roles, users, quorum}`` or ``{any: true}``; warn about unknown names."""
+        """Parse ``{roles, users, quorum}`` or ``{any: true}``, or a chain (``{stages: [...]}``
+        / ``{all_of: [...]}``); warn about unknown names."""
+        if not escalation and isinstance(value, Mapping) and CHAIN_KEYS & set(value):
+            return self._chain(value, loc)
         keys = ("roles", "users") if escalation else ("roles", "users", "quorum", "any")
         example = "{roles: [...]}" if escalation else "{roles: [...], users: [...], quorum: N}"
         if not isinstance(value, Mapping):
@@ -212,6 +220,121 @@ class ReviewCompiler:
             )
         self._check_directory(roles, users, quorum, loc)
         return Approvers(roles=roles, users=users, quorum=quorum)
+
+    def _chain(self, value: Mapping[Any, Any], loc: Loc) -> Approvers:
+        """``{stages: [group, ...], distinct}`` or ``{all_of: [group, ...], distinct}``; a group
+        is ``{roles, users, quorum}``, a stage may add ``timeout``, ``on_timeout``,
+        ``escalate_to``, ``escalate_after``. A problem in a group is reported at its path."""
+        kinds = [k for k in ("stages", "all_of") if k in value]
+        if len(kinds) > 1:
+            raise PolicyError("use stages (one after the other) or all_of (at once), not both")
+        kind = kinds[0]
+        unknown = sorted(str(k) for k in value if k not in (kind, "distinct"))
+        if unknown:
+            raise PolicyError(
+                f"unknown key(s) {unknown} beside {kind}; allowed: [{kind}, distinct] (put "
+                f"roles, users and quorum inside each group of {kind})"
+            )
+        distinct = value.get("distinct", True)
+        if not isinstance(distinct, bool):
+            raise PolicyError(f"distinct needs true or false, got {distinct!r}")
+        items = value[kind]
+        if not isinstance(items, list) or not items:
+            raise PolicyError(
+                f"{kind} is a non-empty list of groups like [{{roles: [manager]}}, "
+                "{roles: [finance], quorum: 2}]"
+            )
+        here = loc.key(kind)
+        groups = tuple(
+            self._group(g, here.item(i), staged=kind == "stages") for i, g in enumerate(items)
+        )
+        # a group's problem is already reported at its own path (the load fails on it)
+        found = tuple(g for g in groups if g is not None)
+        self._check_chain_directory(found, distinct, loc)
+        total = sum(g.quorum for g in found)
+        if kind == "stages":
+            return Approvers(stages=found, distinct=distinct, quorum=total)
+        return Approvers(all_of=found, distinct=distinct, quorum=total)
+
+    def _group(self, value: object, loc: Loc, *, staged: bool) -> Approvers | None:
+        """One group of a chain (problems are reported at ``loc``; None then)."""
+        try:
+            if not isinstance(value, Mapping):
+                raise PolicyError("a group is a mapping like {roles: [finance], quorum: 2}")
+            own = STAGE_KEYS if staged else ()
+            if not staged and any(k in value for k in STAGE_KEYS):
+                raise PolicyError(
+                    f"{[k for k in STAGE_KEYS if k in value]} only apply to stages (all_of "
+                    "groups are asked at once and share the review's deadline)"
+                )
+            if CHAIN_KEYS & set(value):
+                raise PolicyError("a group of a chain cannot itself be a chain")
+            allowed = ("roles", "users", "quorum", "any", *own)
+            unknown = sorted(str(k) for k in value if k not in allowed)
+            if unknown:
+                raise PolicyError(f"unknown key(s) {unknown}; allowed: {list(allowed)}")
+            plain = {k: v for k, v in value.items() if k not in own}
+            group = self.approvers(plain, loc, escalation=False)
+        except PolicyError as exc:
+            self.problems.add(loc, exc.message)
+            return None
+        return self._stage_settings(group, value, loc) if staged else group
+
+    def _stage_settings(
+        self, group: Approvers, value: Mapping[Any, Any], loc: Loc
+    ) -> Approvers | None:
+        """A stage's own ``timeout``, ``on_timeout`` and escalation."""
+        try:
+            timeout = parse_duration(value["timeout"]) if "timeout" in value else None
+            on_timeout = (
+                self._on_timeout(value["on_timeout"], loc) if "on_timeout" in value else None
+            )
+            escalate_to = None
+            after = None
+            if on_timeout == "escalate":
+                if "escalate_to" not in value:
+                    raise PolicyError(
+                        "on_timeout: escalate needs escalate_to: {roles: [...]} for this stage"
+                    )
+                escalate_to = self.approvers(
+                    value["escalate_to"], loc.key("escalate_to"), escalation=True
+                )
+                if "escalate_after" in value:
+                    after = parse_duration(value["escalate_after"])
+            elif "escalate_to" in value or "escalate_after" in value:
+                raise PolicyError(
+                    "escalate_to and escalate_after of a stage need on_timeout: escalate on "
+                    "the same stage"
+                )
+        except PolicyError as exc:
+            self.problems.add(loc, exc.message)
+            return None
+        return replace(
+            group,
+            timeout_s=timeout,
+            on_timeout=on_timeout,
+            escalate_to=escalate_to,
+            escalate_after_s=after,
+        )
+
+    def _check_chain_directory(
+        self, groups: tuple[Approvers, ...], distinct: bool, loc: Loc
+    ) -> None:
+        """With ``distinct``, warn when ``people:`` has too few people for the whole chain."""
+        if not self.people or not distinct:
+            return
+        eligible = {
+            self.people.key(pid)
+            for pid, p in self.people.items()
+            if any(g.admits(pid, p.roles) for g in groups)
+        } | {self.people.key(u) for g in groups for u in g.users}
+        total = sum(g.quorum for g in groups)
+        if total > len(eligible):
+            self.problems.warn(
+                loc,
+                f"the chain needs {total} different people (distinct: true) but only "
+                f"{len(eligible)} person(s) in people: can approve in it",
+            )
 
     def _check_directory(
         self, roles: tuple[str, ...], users: tuple[str, ...], quorum: int, loc: Loc
@@ -262,9 +385,12 @@ class ReviewCompiler:
         timeout = get("timeout", DEFAULT_TIMEOUT_S)
         on_timeout = get("on_timeout", "reject")
         escalate_to, escalate_after = self._escalation(found, chain, origin, timeout, on_timeout)
+        approvers = get("approvers", ANY_APPROVER)
+        if approvers.stages:
+            self._check_stages(approvers, timeout, on_timeout, escalate_to, origin("approvers"))
         spec = ReviewSpec(
             allowed_decisions=decisions,
-            approvers=get("approvers", ANY_APPROVER),
+            approvers=approvers,
             editable_args=editable,
             forbid_self_approval=get("forbid_self_approval", True),
             allow_thread_approval=get("allow_thread_approval", True),
@@ -283,6 +409,38 @@ class ReviewCompiler:
             "approvers" in found,
             get("intent", None),
         )
+
+    def _check_stages(
+        self,
+        approvers: Approvers,
+        timeout: float,
+        on_timeout: str,
+        escalate_to: Approvers | None,
+        loc: Loc,
+    ) -> None:
+        """Each stage's deadline handling, its own or the review's, must make sense: never
+        ``allow`` before the last stage (that would approve without the later stages), and an
+        escalation strictly before the stage's deadline."""
+        last = len(approvers.stages) - 1
+        for i, stage in enumerate(approvers.stages):
+            where = loc.key("stages").item(i)
+            own = stage.on_timeout is not None
+            stage_on_timeout = stage.on_timeout if own else on_timeout
+            stage_timeout = stage.timeout_s if stage.timeout_s is not None else timeout
+            if stage_on_timeout == "allow" and i < last:
+                self.problems.add(
+                    where,
+                    f"on_timeout: allow at stage {i + 1} of {last + 1} would approve without "
+                    "the later stages; use reject or escalate (allow only on the last stage)",
+                )
+            if stage_on_timeout == "escalate" and own:
+                after = stage.escalate_after_s
+                if after is not None and after >= stage_timeout:
+                    self.problems.add(
+                        where,
+                        f"escalate_after ({format_duration(after)}) must be shorter than the "
+                        f"stage's timeout ({format_duration(stage_timeout)})",
+                    )
 
     def _escalation(
         self,

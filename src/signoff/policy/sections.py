@@ -60,7 +60,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "gate",
         "runtime",
-        "Runtime settings of the gate (not policy): e.g. `sweep_interval`.",
+        "Runtime settings of the gate (not policy): e.g. `sweep_interval`, `non_interactive`.",
         checker="signoff.gate.settings:check_sections",
     ),
     Section(
@@ -73,8 +73,8 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "channels",
         "runtime",
-        "Notification channels: Slack, Discord, e-mail, LINE, "
-        "webhooks, Teams, console; delivery settings.",
+        "Notification channels: Slack, Discord, e-mail, LINE, Telegram, Feishu/Lark, "
+        "DingTalk, webhooks, Teams, console; delivery settings.",
         checker="signoff.channels.config:check_sections",
     ),
     Section(
@@ -103,6 +103,14 @@ SECTIONS: tuple[Section, ...] = (
         "runtime",
         "Intent judges (a model or a function) that `intent:` on tools and rules names.",
         checker="signoff.judges.settings:check_sections",
+    ),
+    Section(
+        "mcp",
+        "runtime",
+        "`signoff mcp-proxy`: gating of resource reads and prompt gets by URI or name glob "
+        "(`resources:`, `prompts:`; allow, deny or require_approval; default allow).",
+        checker="signoff.integrations.mcp.gating:check_sections",
+        extra="mcp",
     ),
     Section(
         "remote",

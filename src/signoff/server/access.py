@@ -9,8 +9,7 @@
 
 from __future__ import annotations
 
-from signoff.model import ApprovalRequest, same_person
-from signoff.model.identity import contains_person
+from signoff.model import ApprovalRequest, chains, same_person
 from signoff.model.resolution import is_self_approval, may_decide
 from signoff.server.errors import forbidden
 from signoff.server.identity import Identity
@@ -36,7 +35,7 @@ def decidable_calls(who: Identity, req: ApprovalRequest) -> set[str]:
         return set()
     out = set()
     for cfg, call in zip(req.review_configs, req.calls, strict=True):
-        if call.resolution is not None or contains_person(call.approvals, who.name, who.key):
+        if call.resolution is not None or chains.done_with(cfg, call, who.name, who.key):
             continue
         if may_decide(cfg, req, who.name, who.roles, who.key) is None:
             out.add(call.tool_call_id)

@@ -29,6 +29,7 @@ EVENT_TYPES = {
     "resolved": "decided",
     "escalated": "escalated",
     "edit_rerouted": "decided",
+    "stage_started": "decided",  # an approve completed a stage of a chain
     "grant_created": "decided",  # the last event of an approve that also granted
     "reconciled": "decided",  # a person recorded how an interrupted call ended
     "reattached": "decided",  # a restarted agent took the request up again

@@ -1,5 +1,5 @@
 """Inbound channel callbacks: ``POST /hooks/slack``, ``/hooks/discord``, ``/hooks/line``,
-``/hooks/webhook``.
+``/hooks/telegram``, ``/hooks/feishu``, ``/hooks/dingtalk``, ``/hooks/webhook``.
 
 The routes only carry bytes: each channel module verifies its provider's signature on the
 raw body, identifies the approver and decides through the gate (see
@@ -78,5 +78,8 @@ routes = [
     Route("/hooks/slack", _hook("slack"), methods=["POST"]),
     Route("/hooks/discord", _hook("discord"), methods=["POST"]),
     Route("/hooks/line", _hook("line"), methods=["POST"]),
+    Route("/hooks/telegram", _hook("telegram"), methods=["POST"]),
+    Route("/hooks/feishu", _hook("feishu"), methods=["POST"]),
+    Route("/hooks/dingtalk", _hook("dingtalk"), methods=["POST"]),
     Route("/hooks/webhook", _hook("webhooks"), methods=["POST"]),
 ]

@@ -16,7 +16,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from signoff.gate.granting import grant_from_decision
-from signoff.model import ApprovalRequest, NotFound, RequestQuarantined, SignoffError
+from signoff.model import ApprovalRequest, NotFound, RequestQuarantined, SignoffError, chains
 from signoff.model.grants import GrantRequest
 from signoff.server.access import decidable_calls, may_see
 from signoff.server.actions import decide
@@ -25,6 +25,7 @@ from signoff.server.bodies import query_choice, query_text
 from signoff.server.csrf import CSRF_FIELD, check_csrf, check_origin, csrf_token
 from signoff.server.errors import ApiError, from_signoff_error
 from signoff.server.identity import SESSION_COOKIE, Identity
+from signoff.server.inquiry_form import answers_from_form
 from signoff.server.pages import message_page, render
 from signoff.server.presenter import FieldError, parse_edit, present, redact
 from signoff.server.state import ServerState, state_of
@@ -99,6 +100,11 @@ def _row(req: ApprovalRequest, who: Identity) -> dict[str, Any]:
         "needs_me": bool(decidable_calls(who, req)),
         "approvals": sum(len(c.approvals) for c in req.calls),
         "quorum": sum(c.quorum for c in req.calls),
+        "progress": "; ".join(
+            p
+            for cfg, c in zip(req.review_configs, req.calls, strict=True)
+            if c.resolution is None and (p := chains.progress(cfg, c))
+        ),
     }
 
 
@@ -175,6 +181,8 @@ async def decide_form(request: Request) -> Response:
     call_id = posted.get("tool_call_id", "")
     try:
         decision = _decision_from_form(state, req, posted)
+        if decision["type"] == "respond" and req.inquiry is not None and req.inquiry.is_form:
+            decision["answers"] = answers_from_form(req.inquiry, form)
         await decide(state, who, request_id, [decision], "web")
     except FieldError as exc:
         field = f"decisions[0].edited_action.args.{exc.name}"

@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from signoff.model import ApprovalRequest, CallState, ReviewConfig
+from markupsafe import Markup
+
+from signoff.model import Answers, ApprovalRequest, CallState, Inquiry, ReviewConfig, chains
 from signoff.model.text import ABSENT, changed_args, inert
 from signoff.policy.redact import REDACTED as REDACTED  # what a masked value looks like
 from signoff.policy.redact import NameMatcher, mask, restore
 from signoff.server.access import decidable_calls, self_approval_only_reject
 from signoff.server.identity import Identity
+from signoff.server.inquiry_form import QuestionView, question_views, show_text
 
 FieldKind = str  # "text" | "integer" | "number" | "boolean" | "json" | "choice"
 
@@ -83,7 +86,10 @@ class CallView:
     changes: list[ArgChangeView] = field(default_factory=list)  # empty unless edited
     original_json: str = ""  # the arguments as first requested, when edited
     grant_text: str | None = None  # what "also approve later calls" would cover, exactly
+    answers: list[tuple[str, str]] = field(default_factory=list)  # a form's (question, answer)
     intent: dict[str, Any] | None = None  # the intent judge's answer (model output)
+    chain: str = ""  # an approval chain spelled out (empty without one)
+    progress: str = ""  # how far its chain is: "stage 2 of 2: 1 of 2 finance approvals"
 
 
 @dataclass
@@ -94,6 +100,9 @@ class RequestPage:
     question: str | None
     choices: list[str]
     default_answer: str | None
+    question_html: Markup | None = None  # the question as rendered markdown (format: markdown)
+    questions: list[QuestionView] = field(default_factory=list)  # a form's inputs
+    free_answer: bool = True  # the single question takes an answer outside its choices
 
 
 def present(
@@ -131,7 +140,9 @@ def present(
             execution=state.execution,
             allowed=allowed,
             fields=fields,
-            thread_ok=cfg.allow_thread_approval and cfg.approvers.quorum == 1,
+            thread_ok=cfg.allow_thread_approval and cfg.approvers.needs_one,
+            chain=chains.describe(cfg.approvers) if cfg.approvers.chained else "",
+            progress=chains.progress(cfg, state),
             changes=arg_changes(action.args, runs, secret_key),
             grant_text=(grant_texts or {}).get(state.tool_call_id)
             if "approve" in allowed
@@ -139,11 +150,20 @@ def present(
         )
         if view.changes:
             view.original_json = pretty(redact(action.args, secret_key))
-        if error is not None and error[0] == state.tool_call_id:
+        if req.inquiry is not None and state.answers is not None:
+            view.answers = _answered(req.inquiry, state.answers)
+        answer_error = error is not None and ".answers." in (error[1] or "")
+        if error is not None and error[0] == state.tool_call_id and not answer_error:
             _attach_error(view, error[1], error[2], posted or {})
         calls.append(view)
+    return _page(req, calls, (error[1], error[2]) if error is not None else None)
+
+
+def _page(
+    req: ApprovalRequest, calls: list[CallView], error: tuple[str | None, str] | None
+) -> RequestPage:
     inquiry = req.inquiry
-    return RequestPage(
+    page = RequestPage(
         req=req,
         calls=calls,
         can_decide=any(c.allowed for c in calls),
@@ -151,6 +171,24 @@ def present(
         choices=list(inquiry.choices or []) if inquiry else [],
         default_answer=inquiry.default_answer if inquiry else None,
     )
+    if inquiry is None:
+        return page
+    page.free_answer = not inquiry.choices or inquiry.allow_other
+    page.questions = question_views(inquiry, error)
+    if page.questions and inquiry.question == page.questions[0].text:
+        page.question = None  # a form without a title of its own: the questions say it all
+    if page.question is not None:
+        page.question_html = show_text(inquiry, page.question)
+    return page
+
+
+def _answered(inquiry: Inquiry, answers: Answers) -> list[tuple[str, str]]:
+    out = []
+    for q in inquiry.all_questions():
+        value = answers.get(q.id)
+        text = ", ".join(value) if isinstance(value, list) else (value or "")
+        out.append((q.question, text or "—"))
+    return out
 
 
 def arg_changes(
@@ -173,6 +211,20 @@ def arg_changes(
 def _allowed(who: Identity, req: ApprovalRequest, cfg: ReviewConfig, call_id: str) -> list[str]:
     if self_approval_only_reject(who, req, call_id):
         return [d for d in cfg.allowed_decisions if d == "reject"]
+    if cfg.approvers.chained:  # anyone in the chain may reject; approving waits for the stage
+        call = req.call(call_id)
+
+        def refused(edit: bool) -> bool:
+            why = chains.refusal(
+                cfg, call, who.name, who.roles, escalated=req.escalated, key=who.key, edit=edit
+            )
+            return why is not None
+
+        return [
+            d
+            for d in cfg.allowed_decisions
+            if not (d == "approve" and refused(False)) and not (d == "edit" and refused(True))
+        ]
     return list(cfg.allowed_decisions)
 
 

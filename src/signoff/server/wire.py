@@ -79,9 +79,15 @@ class SubmitBody(_Body):
 class InquiryBody(_Body):
     """``POST /v1/inquiries``: a question for a human, answered with a ``respond``."""
 
-    question: str = Field(min_length=1, max_length=20_000)
+    question: str | None = Field(default=None, min_length=1, max_length=20_000)
     choices: list[str] | None = Field(default=None, max_length=50)
     default_answer: str | None = Field(default=None, max_length=20_000)
+    #: Choices bind unless this is true.
+    allow_other: bool = False
+    #: A form: ``[{id, question, choices?, multiple?, default_answer?, allow_other?}]``,
+    #: answered with ``answers`` keyed by id (checked by ``signoff.model.make_inquiry``).
+    questions: list[dict[str, Any]] | None = Field(default=None, min_length=1, max_length=20)
+    format: Literal["text", "markdown"] = "text"
     timeout: float = Field(default=3600.0, gt=0, le=30 * 86400)
     context: ContextIn = Field(default_factory=ContextIn)
 
@@ -316,14 +322,18 @@ def request_view(req: ApprovalRequest, secrets: NameMatcher | None) -> dict[str,
         {"tool_call_id": c["tool_call_id"], "required": c["quorum"], "approvals": c["approvals"]}
         for c in doc["calls"]
     ]
-    doc["resolution"] = [
-        {
-            "tool_call_id": c["tool_call_id"],
-            "resolution": c["resolution"],
-            "by": c["resolved_by"],
-            "at": c["resolved_at"],
-            "message": c["message"],
-        }
-        for c in doc["calls"]
-    ]
+    doc["resolution"] = [_resolution_view(c) for c in doc["calls"]]
     return doc
+
+
+def _resolution_view(call: dict[str, Any]) -> dict[str, Any]:
+    view = {
+        "tool_call_id": call["tool_call_id"],
+        "resolution": call["resolution"],
+        "by": call["resolved_by"],
+        "at": call["resolved_at"],
+        "message": call["message"],
+    }
+    if call.get("answers") is not None:  # an inquiry form's answers, keyed by question id
+        view["answers"] = call["answers"]
+    return view

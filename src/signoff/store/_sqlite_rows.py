@@ -22,7 +22,7 @@ from signoff.model import (
 )
 from signoff.store._idempotency import StoredCall
 from signoff.store._quarantine import Read, Unreadable, cancelled_event, split, to_request
-from signoff.store.audit import GENESIS_HASH, canonical_json, iso_utc, parse_iso, seal_all
+from signoff.store.audit import GENESIS_HASH, iso_utc, parse_iso, seal_rows
 from signoff.store.base import AuditQuery, QuarantinedRequest
 
 AUDIT_COLUMNS = (
@@ -271,45 +271,20 @@ def docs_by_id(conn: sqlite3.Connection, ids: list[str]) -> dict[str, ApprovalRe
 
 
 # ---------------------------------------------------------------- audit
-def insert_audit(
-    conn: sqlite3.Connection, events: list[AuditEvent], origin: str
-) -> list[AuditRecord]:
+def insert_audit(conn: sqlite3.Connection, events: list[AuditEvent], origin: str) -> None:
     """Chain ``events`` after the last row *inside this transaction*.
 
     ``BEGIN IMMEDIATE`` already holds the write lock, so no other process can append between
     reading the last hash and inserting: the chain stays linear across processes.
     """
     if not events:
-        return []
+        return
     last = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     last_seq, last_hash = (int(last[0]), str(last[1])) if last else (0, GENESIS_HASH)
-    records = seal_all(events, last_seq, last_hash)
     conn.executemany(
         f"INSERT INTO audit ({AUDIT_COLUMNS}, origin) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [_audit_row(r, origin) for r in records],
-    )
-    return records
-
-
-def _audit_row(r: AuditRecord, origin: str) -> tuple[Any, ...]:
-    return (
-        r.seq,
-        r.event,
-        iso_utc(r.at),
-        r.request_id,
-        r.thread,
-        r.tool,
-        r.tool_call_id,
-        r.actor,
-        r.principal,
-        r.agent,
-        r.rule,
-        r.policy_hash,
-        canonical_json(r.data),
-        r.prev_hash,
-        r.hash,
-        origin,
+        [(*row, origin) for row in seal_rows(events, last_seq, last_hash)],
     )
 
 
@@ -405,6 +380,7 @@ STATE_EVENTS = frozenset(
         "decided",
         "auto_approved",
         "edit_rerouted",
+        "stage_started",
         "escalated",
         "resolved",
         "expired",

@@ -1,11 +1,12 @@
 """Cross-process wake-up for SQLite: a ``PRAGMA data_version`` watcher.
 
-SQLite has no push channel between processes. When another process (the CLI deciding from a
-second terminal, ``signoff serve`` next to an agent) commits to the same file, the only cheap
-signal is ``PRAGMA data_version``: a per-connection counter that changes when *another*
-connection has committed. Reading it costs ~6 µs (research §2.3), so a thread checks it every
-``interval_s`` (50 ms by default: ~25 ms median wake) and only on a change does the real work.
-This is the one polling loop the store allows, and it runs only while someone waits or listens.
+When another process (the CLI deciding from a second terminal, ``signoff serve`` next to an
+agent) commits to the same file, the cheap truth is ``PRAGMA data_version``: a per-connection
+counter that changes when *another* connection has committed (~6 µs to read, research §2.3).
+The watcher thread reads it whenever the other process rings this one's doorbell
+(:mod:`._sqlite_wake`, a datagram right after its commit), and every ``safety_s`` for writers
+that cannot ring. Without a doorbell it polls every ``interval_s`` (50 ms by default: ~25 ms
+median wake). It runs only while someone waits or listens.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable
+
+from signoff.store._sqlite_wake import Doorbell
 
 log = logging.getLogger("signoff.store")
 
@@ -29,8 +32,12 @@ class DataVersionWatcher:
         *,
         interval_s: float,
         name: str,
+        doorbell: Doorbell | None = None,
+        safety_s: float = 1.0,
     ) -> None:
         self._connect = connect
+        self._doorbell = doorbell
+        self._safety = max(safety_s, interval_s)
         self._on_change = on_change
         self._wanted = wanted
         self._interval = interval_s
@@ -40,6 +47,8 @@ class DataVersionWatcher:
         self._thread: threading.Thread | None = None
         self.checks = 0
         self.changes = 0
+        self.rung = 0  # wake-ups by the doorbell
+        self.doorbell_works = False
 
     @property
     def running(self) -> bool:
@@ -55,6 +64,8 @@ class DataVersionWatcher:
         self._stop.set()
         with self._lock:
             thread = self._thread
+        if self._doorbell is not None:
+            self._doorbell.interrupt()
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
@@ -72,6 +83,8 @@ class DataVersionWatcher:
             conn.close()
 
     def _watch(self, conn: sqlite3.Connection) -> None:
+        # Bound before the first look: a commit after that look rings us.
+        self.doorbell_works = self._doorbell is not None and self._doorbell.listen() is not None
         last: int | None = None  # None: look once at start, a commit may predate our first read
         while True:
             with self._lock:
@@ -87,7 +100,15 @@ class DataVersionWatcher:
                     last = version
             except Exception:
                 log.exception("data_version watcher failed to read; retrying")
-            if self._stop.wait(self._interval):
+            if self._sleep():
                 with self._lock:
                     self._thread = None
                 return
+
+    def _sleep(self) -> bool:
+        """Until the doorbell rings, the next look is due, or stop; True on stop."""
+        if self.doorbell_works and self._doorbell is not None:
+            if self._doorbell.wait(self._safety):
+                self.rung += 1
+            return self._stop.is_set()
+        return self._stop.wait(self._interval)

@@ -1,20 +1,27 @@
 """The one thread that writes to a SQLite store.
 
 Why one thread: SQLite allows one writer at a time anyway, so a single connection that runs
-each *whole* transaction as one job is the fastest shape measured (research §2.1: 0.45-0.55 ms
-per FULL transaction, against 0.6-0.7 ms for one thread hop per statement), it needs no
-connection pool, and the ``BEGIN IMMEDIATE`` it issues serializes it against other processes.
-Async callers submit a job and await ``asyncio.wrap_future`` of its future, which works from
-any event loop.
+each *whole* transaction as one job is the fastest shape measured (research §2.1), it needs
+no connection pool, and the ``BEGIN IMMEDIATE`` it issues serializes it against other
+processes. Async callers submit a job and await ``asyncio.wrap_future`` of its future, which
+works from any event loop.
+
+Group commit (:mod:`._sqlite_group`): each time it wakes, the thread takes *every* job queued
+at that moment and runs them in one ``BEGIN IMMEDIATE … COMMIT``, a savepoint per job, and
+answers each caller only after that COMMIT. Eight agents then share one fsync instead of
+queueing for eight.
 
 The same thread group-commits ``audit_nowait`` events: the hot path appends to a deque (atomic
 in CPython, no lock) and takes the lock only to arm the timer when the queue was idle; the
 writer chains and commits the batch at most ``batch_interval_s`` after the first queued event,
-as soon as ``batch_max`` are queued, on ``flush``, and at ``stop``.
+as soon as ``batch_max`` are queued, on ``flush``, at ``stop`` — and with any group of jobs
+committed before that (one fsync for both), unless the last batch failed and waits out its
+retry delay.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import threading
@@ -25,6 +32,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from signoff.model import AuditEvent, StoreError
+from signoff.store._sqlite_group import Errors, Group, LoopReply, Reply, answer
 
 log = logging.getLogger("signoff.store")
 
@@ -42,15 +50,24 @@ class WriterThread:
         write_batch: BatchWriter,
         *,
         name: str,
+        errors: Errors,
+        on_commit: Callable[[], None] = lambda: None,
         batch_interval_s: float = 0.1,
         batch_max: int = 1000,
+        group_max: int = 256,
     ) -> None:
         self._connect = connect
         self._write_batch = write_batch
+        self._errors = errors
+        self._on_commit = on_commit  # after each COMMIT that wrote something
+        self._group_max = group_max
+        self._group: Group | None = None  # the group running on the thread, if any
+        self._batch_error: BaseException | None = None  # of the running group's audit batch
+        self._flush_job = self._flushed  # one object, so _next can recognise flushes
         self._interval = batch_interval_s
         self._batch_max = batch_max
         self._cond = threading.Condition(threading.Lock())
-        self._jobs: deque[tuple[Job, Future[Any]]] = deque()
+        self._jobs: deque[tuple[Job, Reply]] = deque()
         self._audit: deque[AuditEvent] = deque()
         self._audit_due = 0.0
         self._armed = False  # the writer knows events are queued and when to commit them
@@ -63,6 +80,9 @@ class WriterThread:
         self.audit_error: str | None = None  # why the last batch failed; None once one works
         self.batches = 0
         self.batched_events = 0
+        self.groups = 0  # transactions committed (or tried)
+        self.group_jobs = 0  # jobs run in them
+        self.busy_s = 0.0  # time from BEGIN to the last caller answered, summed
 
     # ---------------------------------------------------------------- public
     def start(self) -> Future[None]:
@@ -72,12 +92,22 @@ class WriterThread:
 
     def submit(self, job: Callable[[sqlite3.Connection], T]) -> Future[T]:
         fut: Future[T] = Future()
+        self._queue(job, fut)
+        return fut
+
+    async def run(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        """``submit`` for a caller on an event loop, answered straight into that loop."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+        self._queue(job, LoopReply(loop, fut))
+        return await fut
+
+    def _queue(self, job: Job, reply: Reply) -> None:
         with self._cond:
             if self._stopping:
                 raise self._refusal()
-            self._jobs.append((job, fut))
+            self._jobs.append((job, reply))
             self._cond.notify()
-        return fut
 
     def queue_audit(self, event: AuditEvent) -> None:
         if self._stopping:
@@ -103,9 +133,16 @@ class WriterThread:
             except IndexError:
                 return batch
 
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """From inside a job: run ``callback`` once the job's writes are committed."""
+        group = self._group
+        if group is None or threading.current_thread() is not self._thread:
+            raise RuntimeError("after_commit is for jobs running on the SQLite writer")
+        group.after_commit(callback)
+
     def flush(self) -> Future[None]:
-        """A job that commits every event queued before it."""
-        return self.submit(self._flush_now)
+        """A job that commits every event queued before it (it fails if they could not be)."""
+        return self.submit(self._flush_job)
 
     def _refusal(self, suffix: str = "") -> StoreError:
         if self._failure is not None:
@@ -138,28 +175,27 @@ class WriterThread:
                 self._failure = str(exc)
                 pending, self._jobs = list(self._jobs), deque()
             self._ready.set_exception(exc)
-            for _, fut in pending:
-                fut.set_exception(self._refusal())
+            answer([(reply, None, self._refusal()) for _, reply in pending])
             return
         self._ready.set_result(None)
         try:
             self._loop(conn)
             if self._audit:  # appended while the last batch was being written
-                self._flush_batch(conn, self._take_batch(), final=True)
+                self._commit_group(conn, [], self._take_batch(), final=True)
         finally:
             conn.close()
 
     def _loop(self, conn: sqlite3.Connection) -> None:
         while True:
-            job, batch, done = self._next()
-            if batch:
-                self._flush_batch(conn, batch, final=done)
-            if job is not None:
-                self._run_job(conn, *job)
+            jobs, batch, done = self._next()
+            if jobs or batch:
+                self._commit_group(conn, jobs, batch, final=done)
             if done:
                 return
 
-    def _next(self) -> tuple[tuple[Job, Future[Any]] | None, list[AuditEvent], bool]:
+    def _next(self) -> tuple[list[tuple[Job, Reply]], list[AuditEvent], bool]:
+        """The next group: every queued job (up to ``group_max``) and, when due or worth
+        sharing the jobs' fsync, every queued audit event; and whether it is the last."""
         with self._cond:
             while True:
                 now = time.monotonic()
@@ -170,62 +206,82 @@ class WriterThread:
                     # Disarm before looking: a producer appends, then reads _armed, so an event
                     # we do not see here finds the timer disarmed and arms it again.
                     self._armed = False
-                    if self._audit:
-                        return None, self._take_batch(), self._stopping and not self._jobs
-                if self._jobs:
-                    return self._jobs.popleft(), [], False
+                jobs: list[tuple[Job, Reply]] = []
+                while self._jobs and len(jobs) < self._group_max:
+                    jobs.append(self._jobs.popleft())
+                share = bool(jobs) and (
+                    self.audit_error is None or any(job is self._flush_job for job, _ in jobs)
+                )
+                batch = self._take_batch() if self._audit and (batch_due or share) else []
+                if jobs or batch:
+                    return jobs, batch, self._stopping and not self._jobs and not self._audit
                 if self._stopping:
-                    return None, [], True
+                    return [], [], True
                 self._cond.wait(max(0.0, self._audit_due - now) if self._armed else None)
 
-    @staticmethod
-    def _run_job(conn: sqlite3.Connection, job: Job, fut: Future[Any]) -> None:
-        if not fut.set_running_or_notify_cancel():
-            return  # the caller gave up before we started: do nothing
+    def _commit_group(
+        self,
+        conn: sqlite3.Connection,
+        jobs: list[tuple[Job, Reply]],
+        batch: list[AuditEvent],
+        final: bool,
+    ) -> None:
+        started = time.perf_counter()
+        group = Group(conn, self._errors, alone=len(jobs) + bool(batch) == 1)
+        self._group = group
+        audited: Future[None] = Future()
         try:
-            result = job(conn)
-        except BaseException as exc:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(result)
+            if batch:  # first: the flushes in this group answer for it
+                self._batch_error = group.run(lambda c: self._write_batch(c, batch), audited)
+            for job, fut in jobs:
+                group.run(job, fut)
+        finally:
+            self._group = None
+            self._batch_error = None
+            wrote = group.commit() and group.succeeded
+            self.groups += 1
+            self.group_jobs += group.jobs
+            self.busy_s += time.perf_counter() - started
+            group.answer()
+            if wrote:  # after this process's callers: their wake-up is the latency target
+                self._ring()
+        if batch:
+            self._settle_batch(batch, audited.exception(), final)
 
-    def _flush_batch(self, conn: sqlite3.Connection, batch: list[AuditEvent], final: bool) -> None:
+    def _ring(self) -> None:
         try:
-            self._write_batch(conn, batch)
-        except Exception as exc:
-            self.audit_error = f"{type(exc).__name__}: {exc}"
-            if final:
-                self.lost_events += len(batch)
-                log.exception(
-                    "audit batch could not be written at close; events lost",
-                    extra={"events": len(batch)},
-                )
-                return
-            log.exception(
-                "audit batch could not be written; will retry",
-                extra={"events": len(batch), "retry_in_s": self._retry_delay},
+            self._on_commit()
+        except Exception:  # a hint for other processes; their watchers still poll
+            log.exception("the after-commit hook raised")
+
+    def _flushed(self, conn: sqlite3.Connection) -> None:
+        """The flush job: its group carries every queued event; fail if they failed."""
+        if self._batch_error is not None:
+            raise self._batch_error
+
+    def _settle_batch(
+        self, batch: list[AuditEvent], error: BaseException | None, final: bool
+    ) -> None:
+        if error is None:
+            self._retry_delay = self._interval
+            self.audit_error = None
+            self.batches += 1
+            self.batched_events += len(batch)
+            return
+        self.audit_error = f"{type(error).__name__}: {error}"
+        if final:
+            self.lost_events += len(batch)
+            log.error(
+                "audit batch could not be written at close; events lost",
+                extra={"events": len(batch)},
+                exc_info=error,
             )
-            self._audit.extendleft(reversed(batch))
-            self._arm(self._retry_delay)
-            self._retry_delay = min(self._retry_delay * 2, 5.0)  # e.g. a full disk: don't spin
             return
-        self._retry_delay = self._interval
-        self.audit_error = None
-        self.batches += 1
-        self.batched_events += len(batch)
-
-    def _flush_now(self, conn: sqlite3.Connection) -> None:
-        with self._cond:
-            batch = self._take_batch()
-        if not batch:
-            return
-        try:
-            self._write_batch(conn, batch)
-        except BaseException as exc:
-            self.audit_error = f"{type(exc).__name__}: {exc}"
-            self._audit.extendleft(reversed(batch))
-            self._arm(self._interval)
-            raise
-        self.audit_error = None
-        self.batches += 1
-        self.batched_events += len(batch)
+        log.error(
+            "audit batch could not be written; will retry",
+            extra={"events": len(batch), "retry_in_s": self._retry_delay},
+            exc_info=error,
+        )
+        self._audit.extendleft(reversed(batch))
+        self._arm(self._retry_delay)
+        self._retry_delay = min(self._retry_delay * 2, 5.0)  # e.g. a full disk: don't spin

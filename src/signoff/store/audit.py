@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, is_dataclass
 from datetime import UTC, date, datetime
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from signoff.model import AuditEvent, AuditRecord, AuditVerification
 
@@ -121,38 +121,94 @@ def record_fields(record: AuditRecord) -> dict[str, Any]:
     }
 
 
-def seal(event: AuditEvent, seq: int, prev_hash: str) -> AuditRecord:
-    """Give ``event`` its place in the chain: sequence number, link and hash."""
+class SealedRow(NamedTuple):
+    """An event sealed into the chain, as stored: timestamps and ``data`` as canonical text."""
+
+    seq: int
+    event: str
+    at: str
+    request_id: str | None
+    thread: str | None
+    tool: str | None
+    tool_call_id: str | None
+    actor: str | None
+    principal: str | None
+    agent: str | None
+    rule: str | None
+    policy_hash: str | None
+    data: str
+    prev_hash: str
+    hash: str
+
+    def record(self) -> AuditRecord:
+        return AuditRecord(
+            **{**self._asdict(), "at": parse_iso(self.at), "data": json.loads(self.data)}
+        )
+
+
+def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
+    """Give ``event`` its place in the chain: sequence number, link and hash.
+
+    ``data`` is serialized once: its canonical text (of its stored, JSON-native form) is both
+    what is stored and what is spliced into the hashed object, whose keys sort as ``actor``,
+    ``agent``, ``at``, ``data``, then the rest.
+    """
     at = iso_utc(event.at)
-    body: dict[str, Any] = {
-        "seq": seq,
-        "event": event.event,
-        "at": at,
-        "request_id": event.request_id,
-        "thread": event.thread,
-        "tool": event.tool,
-        "tool_call_id": event.tool_call_id,
-        "actor": event.actor,
-        "principal": event.principal,
-        "agent": event.agent,
-        "rule": event.rule,
-        "policy_hash": event.policy_hash,
-        "data": json_native(event.data),
-        "prev_hash": prev_hash,
-    }
-    body["hash"] = hashlib.sha256(canonical_json(body).encode("ascii")).hexdigest()
-    body["at"] = parse_iso(at)  # microsecond UTC, exactly what storage returns
-    return AuditRecord(**body)
+    data = canonical_json(json_native(event.data)) if event.data else "{}"
+    head = _CANONICAL.encode({"actor": event.actor, "agent": event.agent, "at": at})
+    tail = _CANONICAL.encode(
+        {
+            "event": event.event,
+            "policy_hash": event.policy_hash,
+            "prev_hash": prev_hash,
+            "principal": event.principal,
+            "request_id": event.request_id,
+            "rule": event.rule,
+            "seq": seq,
+            "thread": event.thread,
+            "tool": event.tool,
+            "tool_call_id": event.tool_call_id,
+        }
+    )
+    body = f'{head[:-1]},"data":{data},{tail[1:]}'
+    digest = hashlib.sha256(body.encode("ascii")).hexdigest()
+    return SealedRow(
+        seq,
+        event.event,
+        at,
+        event.request_id,
+        event.thread,
+        event.tool,
+        event.tool_call_id,
+        event.actor,
+        event.principal,
+        event.agent,
+        event.rule,
+        event.policy_hash,
+        data,
+        prev_hash,
+        digest,
+    )
+
+
+def seal_rows(events: Iterable[AuditEvent], last_seq: int, last_hash: str) -> list[SealedRow]:
+    """Chain ``events`` after the row ``(last_seq, last_hash)`` (``(0, GENESIS_HASH)`` if none)."""
+    rows = []
+    for event in events:
+        row = seal_row(event, last_seq + 1, last_hash)
+        rows.append(row)
+        last_seq, last_hash = row.seq, row.hash
+    return rows
+
+
+def seal(event: AuditEvent, seq: int, prev_hash: str) -> AuditRecord:
+    """:func:`seal_row` as an :class:`AuditRecord` (what stores without text columns keep)."""
+    return seal_row(event, seq, prev_hash).record()
 
 
 def seal_all(events: Iterable[AuditEvent], last_seq: int, last_hash: str) -> list[AuditRecord]:
     """Chain ``events`` after the row ``(last_seq, last_hash)`` (``(0, GENESIS_HASH)`` if none)."""
-    records = []
-    for event in events:
-        record = seal(event, last_seq + 1, last_hash)
-        records.append(record)
-        last_seq, last_hash = record.seq, record.hash
-    return records
+    return [row.record() for row in seal_rows(events, last_seq, last_hash)]
 
 
 class ChainVerifier:

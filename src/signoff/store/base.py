@@ -195,6 +195,8 @@ class Store(Protocol):
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
         """Atomically apply ``mutate`` to the stored request (see module docstring).
 
+        ``mutate`` gets a private copy of the row, which it may change and return.
+
         Raises :class:`NotFound` for an unknown id. When the transition is unchanged
         (``changed=False``) nothing is written. Grants in the transition (created by the
         decision) are stored in the same transaction, which then also bumps

@@ -152,6 +152,10 @@ class PostgresStore:
         self._state_lock = threading.Lock()
         self._opening: concurrent.futures.Future[None] | None = None
         self._closed = False
+        # Writes in flight on the store's loop: close() lets them finish (their caller may
+        # have given up; see LoopThread.call's shield) before the pool goes, so none is left
+        # open mid-transaction — idle in transaction, holding its row locks until exit.
+        self._writing: set[asyncio.Task[Any]] = set()
         self._atexit: Callable[[], None] | None = None
         self._clock_offset = timedelta(0)
         self.migrations_applied: list[int] = []
@@ -267,7 +271,10 @@ class PostgresStore:
             )
 
     async def _close_on_loop(self) -> int:
-        """Stop the workers, write what is queued; returns how many events could not be."""
+        """Stop the workers, let writes in flight finish, write what is queued; returns how
+        many events could not be."""
+        if self._writing:
+            await asyncio.wait(set(self._writing), timeout=self.timeout_s)
         await self._batcher.stop()
         if self._connections is not None:
             try:
@@ -284,7 +291,17 @@ class PostgresStore:
         """Open if needed, then run ``job()`` on the store's loop (a write to completion,
         even when its caller is cancelled)."""
         await self._ready()
-        return await self._loop.call(job(), shield=write)
+        return await self._loop.call(self._tracked(job()) if write else job(), shield=write)
+
+    async def _tracked(self, write: Coroutine[Any, Any, T]) -> T:
+        """Run a write on the store's loop, known to :meth:`_close_on_loop` until it ends."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._writing.add(task)
+        try:
+            return await write
+        finally:
+            self._writing.discard(task)
 
     def _conn(self, doing: str, *, write: bool = False) -> AbstractAsyncContextManager[Conn]:
         if self._connections is None:

@@ -4,10 +4,12 @@ Three threads, each with its own connection:
 
 * the **writer** (:mod:`._sqlite_writer`) runs every write transaction whole, as one job,
   with ``BEGIN IMMEDIATE`` (so other processes writing the same file queue behind the busy
-  timeout instead of failing on a lock upgrade), and group-commits ``audit_nowait`` events;
+  timeout instead of failing on a lock upgrade), group-commits the jobs queued together (a
+  savepoint each, one fsync for all: :mod:`._sqlite_group`) and ``audit_nowait`` events, and
+  rings the other processes' doorbells after each commit (:mod:`._sqlite_wake`);
 * the **reader** serves reads, so an inbox listing never waits behind an fsync;
 * the **watcher** (:mod:`._sqlite_watcher`) exists only while someone waits or listens, and
-  wakes them when *another process* commits to the file.
+  wakes them when *another process* commits to the file (woken by its doorbell).
 
 In-process waiters are woken by the writer right after the COMMIT that made their request
 terminal. Every method can be awaited from any event loop.
@@ -27,7 +29,6 @@ import os
 import secrets
 import sqlite3
 import threading
-import time
 import weakref
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,6 +54,7 @@ from signoff.store._idempotency import existing_request_id, fingerprints
 from signoff.store._quarantine import QuarantineLog, Read, Unreadable, split, to_request
 from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
+from signoff.store._sqlite_wake import Doorbell
 from signoff.store._sqlite_watcher import DataVersionWatcher
 from signoff.store._sqlite_writer import WriterThread
 from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
@@ -100,8 +102,13 @@ class SQLiteStore:
         self.origin = f"{os.getpid()}-{secrets.token_hex(4)}"
         self._waiters = Waiters()
         self._listeners = Listeners()
+        self._doorbell = Doorbell(self.path)
         self._writer = WriterThread(
-            self._open_writer, self._write_audit_batch, name=f"signoff-sqlite-writer:{self.path}"
+            self._open_writer,
+            self._write_audit_batch,
+            name=f"signoff-sqlite-writer:{self.path}",
+            errors=functools.partial(sqlite_errors, self.path),
+            on_commit=self._doorbell.ring,
         )
         self._reader: ThreadPoolExecutor | None = None
         self._reader_conn: sqlite3.Connection | None = None
@@ -111,13 +118,14 @@ class SQLiteStore:
             self._watch_wanted,
             interval_s=wake_interval_s,
             name=f"signoff-sqlite-watcher:{self.path}",
+            doorbell=self._doorbell,
         )
         self._audit_cursor: int | None = None
         self._state_lock = threading.Lock()
         self._started: Future[None] | None = None
         self._closed = False
         self._atexit: Callable[[], None] | None = None
-        self._counters = {"transactions": 0, "txn_seconds": 0.0, "cross_process_wakes": 0}
+        self._counters = {"cross_process_wakes": 0}
         self._quarantine_log = QuarantineLog()
         self.triggers_recreated: tuple[str, ...] = ()  # audit triggers the last open restored
 
@@ -167,6 +175,7 @@ class SQLiteStore:
             self._started = self._writer.start()  # events queued before open: write them
         self._watcher.stop()
         self._writer.stop()
+        self._doorbell.close()  # after the writer: its last commits still ring the others
         if self._reader is not None:
             self._reader.shutdown(wait=True)
         if self._reader_conn is not None:
@@ -200,7 +209,7 @@ class SQLiteStore:
     # ---------------------------------------------------------------- thread hops
     async def _write(self, job: Callable[[sqlite3.Connection], T]) -> T:
         await self._ready()
-        return await asyncio.wrap_future(self._writer.submit(job))
+        return await self._writer.run(job)
 
     async def _read(self, job: Callable[[sqlite3.Connection], T], doing: str) -> T:
         await self._ready()
@@ -218,23 +227,18 @@ class SQLiteStore:
             return job(self._reader_conn)
 
     def _transaction(self, conn: sqlite3.Connection, doing: str, body: Callable[[], T]) -> T:
-        """``BEGIN IMMEDIATE`` … ``COMMIT`` around ``body``; any error rolls back and re-raises."""
-        started = time.perf_counter()
+        """Run ``body`` as (part of) a writer job: inside the group's ``BEGIN IMMEDIATE``, in
+        the job's savepoint (see :mod:`._sqlite_group`), so an error rolls back this job
+        alone; sqlite3 errors become a :class:`StoreError` saying what was being done."""
         with sqlite_errors(self.path, doing):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = body()
-                if conn.in_transaction:
-                    conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        self._counters["transactions"] += 1
-        self._counters["txn_seconds"] += time.perf_counter() - started
-        return result
+            return body()
 
     def _after_commit(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
+        """From a writer job: wake waiters and listeners once the change is committed."""
+        if request.terminal or self._listeners:
+            self._writer.after_commit(functools.partial(self._committed, request, events))
+
+    def _committed(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
         if request.terminal:
             self._waiters.wake(request)
         if self._listeners:
@@ -249,7 +253,7 @@ class SQLiteStore:
     ) -> tuple[ApprovalRequest, bool]:
         prints = fingerprints(request)
 
-        def job(conn: sqlite3.Connection) -> tuple[ApprovalRequest, bool]:
+        def job(conn: sqlite3.Connection) -> tuple[Read, bool]:
             def body() -> tuple[Read, bool]:
                 stored = rows.stored_calls(conn, request.thread, prints)
                 existing = existing_request_id(request, prints, stored)
@@ -264,19 +268,20 @@ class SQLiteStore:
                 return request, True
 
             stored, created = self._transaction(conn, "storing a request", body)
-            if isinstance(stored, Unreadable):
-                raise self._unreadable(stored, "storing a request")
             if created:
                 self._after_commit(request, events)
             return stored, created
 
-        return await self._write(job)
+        stored, created = await self._write(job)
+        if isinstance(stored, Unreadable):  # raised once its quarantine mark is committed
+            raise self._unreadable(stored, "storing a request")
+        return stored, created
 
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
         """Run ``mutate`` on the writer thread, inside ``BEGIN IMMEDIATE``: keep it pure and quick
         (every other write in every process waits for it)."""
 
-        def job(conn: sqlite3.Connection) -> Transition:
+        def job(conn: sqlite3.Connection) -> Transition | Unreadable:
             def body() -> Transition | Unreadable:
                 found = rows.read_one(conn, request_id)
                 if found is None:
@@ -287,9 +292,7 @@ class SQLiteStore:
                 old_version = current.version
                 transition = mutate(current)
                 if not transition.changed:
-                    if not found[1]:  # (a released quarantine mark is committed)
-                        conn.execute("ROLLBACK")
-                    return transition
+                    return transition  # (a released quarantine mark is committed)
                 new = transition.request
                 if new.id != request_id:
                     raise StoreError(f"a mutation turned request {request_id} into {new.id}")
@@ -302,13 +305,14 @@ class SQLiteStore:
                 return transition
 
             transition = self._transaction(conn, "updating a request", body)
-            if isinstance(transition, Unreadable):
-                raise self._unreadable(transition, "updating a request")
-            if transition.changed:
+            if not isinstance(transition, Unreadable) and transition.changed:
                 self._after_commit(transition.request, transition.events)
             return transition
 
-        return await self._write(job)
+        transition = await self._write(job)
+        if isinstance(transition, Unreadable):  # raised once its quarantine mark is committed
+            raise self._unreadable(transition, "updating a request")
+        return transition
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         found = await self._read(lambda c: rows.read_one(c, request_id), "reading a request")
@@ -668,15 +672,9 @@ class SQLiteStore:
     async def check_writable(self) -> None:
         """Rewrite the header's user_version with its own value: a real write, no change."""
 
-        def probe(conn: sqlite3.Connection) -> None:
+        def probe(conn: sqlite3.Connection) -> None:  # committed with its group
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute(f"PRAGMA user_version = {int(version)}")
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            conn.execute(f"PRAGMA user_version = {int(version)}")
 
         try:
             await self._write(probe)
@@ -744,21 +742,27 @@ class SQLiteStore:
         return await asyncio.to_thread(check_file, self.path, self.url, self.busy_timeout_ms)
 
     def stats(self) -> dict[str, Any]:
-        transactions = self._counters["transactions"]
+        writer = self._writer
+        groups, jobs = writer.groups, writer.group_jobs
         return {
             "backend": "sqlite",
             "path": self.path,
             "synchronous": self.synchronous,
-            "transactions": transactions,
-            "mean_transaction_ms": round(1000 * self._counters["txn_seconds"] / transactions, 3)
-            if transactions
-            else None,
+            # one transaction per group commit; writer time includes its COMMIT (the fsync)
+            "transactions": groups,
+            "jobs": jobs,
+            "mean_transaction_ms": round(1000 * writer.busy_s / groups, 3) if groups else None,
+            "writer_ms_per_job": round(1000 * writer.busy_s / jobs, 3) if jobs else None,
+            "mean_group_size": round(jobs / groups, 2) if groups else None,
             "audit_queued": self._writer.queued_audit,
             "audit_batches": self._writer.batches,
             "audit_batched_events": self._writer.batched_events,
             "waiters": len(self._waiters),
             "watcher_running": self._watcher.running,
             "data_version_checks": self._watcher.checks,
+            "doorbell": self._watcher.doorbell_works,
+            "doorbell_wakes": self._watcher.rung,
+            "doorbell_rings": self._doorbell.rings,
             "cross_process_wakes": self._counters["cross_process_wakes"],
         }
 

@@ -264,7 +264,7 @@ class ServerSource:
         """The server sets the expiry (its ``grants.default_ttl``); the scope is exactly this."""
         action = req.action_request(call_id)
         cfg = req.config(call_id)
-        if not cfg.allow_thread_approval or cfg.approvers.quorum > 1:
+        if not cfg.allow_thread_approval or not cfg.approvers.needs_one:
             raise SignoffError(f"a standing approval is not allowed for {action.name} here")
         return (
             f"also approve `{action.name}` calls under rule {action.rule} from "

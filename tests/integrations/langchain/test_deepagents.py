@@ -179,3 +179,56 @@ def test_interrupt_permissions_with_a_policy_file_are_refused_with_the_fix() -> 
     with pytest.raises(SignoffError, match="interrupt_on= instead of signoff="):
         create_deep_agent(writer("/secrets/x"), [], signoff=gate, permissions=[rule])
     gate.close()
+
+
+def shell_runner(*commands: str) -> ScriptedChatModel:
+    """Runs each command with deepagents' own ``execute`` tool, then writes a file."""
+
+    def script(messages: Sequence[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("finished")
+        calls = [tool_call("execute", {"command": c}, f"x{i}") for i, c in enumerate(commands)]
+        calls.append(tool_call("write_file", {"file_path": "/new.txt", "content": "k"}, "w"))
+        return AIMessage("", tool_calls=calls)
+
+    return ScriptedChatModel(script=script)
+
+
+def test_a_non_interactive_run_with_the_preset_runs_only_allow_listed_commands(
+    tmp_path: Any,
+) -> None:
+    """`signoff init --preset deepagents` + a non-interactive gate + deepagents' real local
+    shell: `ls` runs, `rm` and the file write are refused at once with why, nothing pauses."""
+    from deepagents.backends import LocalShellBackend
+
+    from signoff import Gate, Policy
+    from signoff.cli.main import Preset, preset_text
+    from signoff.store import SQLiteStore
+
+    (tmp_path / "keep.txt").write_text("precious")
+    policy_path = tmp_path / "signoff.yaml"
+    policy_path.write_text(preset_text(Preset.deepagents))
+    gate = Gate(Policy.load(policy_path), SQLiteStore(tmp_path / "s.db"), interactive=False)
+    try:
+        agent = create_deep_agent(
+            shell_runner("ls", "rm keep.txt"),
+            [],
+            signoff=gate,
+            backend=LocalShellBackend(root_dir=tmp_path),
+            checkpointer=InMemorySaver(),
+        )
+        out = agent.invoke({"messages": [HumanMessage("tidy up")]}, thread(), version="v2")
+        assert out.interrupts == ()
+        results = {
+            m.tool_call_id: str(m.content)
+            for m in out.value["messages"]
+            if isinstance(m, ToolMessage)
+        }
+        assert "keep.txt" in results["x0"]  # `ls` ran in the real shell
+        assert "part 1 (`rm keep.txt`) does not start with an allowed command" in results["x1"]
+        assert "Allowed commands: ls, cat" in results["x1"]
+        assert "no human is available" in results["w"]
+        assert (tmp_path / "keep.txt").read_text() == "precious"
+        assert not (tmp_path / "new.txt").exists()
+    finally:
+        gate.close()

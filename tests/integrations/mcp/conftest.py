@@ -54,6 +54,14 @@ tools:
     default: require_approval
     forbid_self_approval: false      # a developer's own desktop: their in-client answer counts
   "b__*": {default: allow}
+  ask_llm: {default: allow}
+  ask_user: {default: allow}
+  which_roots: {default: allow}
+  announce: {default: allow}
+  touch: {default: allow}
+  big: {default: allow}
+  crash: {default: allow}
+  pid: {default: allow}
   a__delete_file:
     default: require_approval
     approvers: {roles: [admin]}
@@ -90,13 +98,22 @@ async def proxied(
     elicit: Elicit | None = None,
     message_handler: Any = None,
     specs: list[UpstreamSpec] | None = None,
+    sampling_callback: Any = None,
+    list_roots_callback: Any = None,
+    logging_callback: Any = None,
     **options: Any,
 ) -> AsyncIterator[Client]:
     """A real MCP client talking to the proxy in memory, the proxy to the upstream in memory."""
     opts = ProxyOptions(principal="erin", heartbeat_s=0.05, **options)
     proxy = build_proxy(gate, specs or [UpstreamSpec("", upstream_server)], opts)
     async with Client(
-        proxy, mode=mode, elicitation_callback=elicit, message_handler=message_handler
+        proxy,
+        mode=mode,
+        elicitation_callback=elicit,
+        message_handler=message_handler,
+        sampling_callback=sampling_callback,
+        list_roots_callback=list_roots_callback,
+        logging_callback=logging_callback,
     ) as client:
         yield client
 

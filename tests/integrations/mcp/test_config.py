@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from signoff.cli.main import app
 from signoff.integrations.mcp import UpstreamError, UpstreamSpec, parse_upstream
 from signoff.integrations.mcp.timeouts import client_wait_s, longest_deadline, tier_warning
-from signoff.integrations.mcp.upstreams import UpstreamPool
+from signoff.integrations.mcp.upstreams import check_names
 from tests.integrations.mcp.conftest import POLICY, make_policy
 
 
@@ -40,7 +40,7 @@ def test_malformed_upstreams_say_how_to_write_them(text: str) -> None:
 
 def test_several_upstreams_need_distinct_names() -> None:
     with pytest.raises(UpstreamError, match="distinct NAME"):
-        UpstreamPool([UpstreamSpec("a", "http://x"), UpstreamSpec("a", "http://y")])
+        check_names([UpstreamSpec("a", "http://x"), UpstreamSpec("a", "http://y")])
 
 
 def test_longest_deadline_counts_an_escalation_twice() -> None:

@@ -39,7 +39,8 @@ async def test_answered_through_the_api_while_waiting(gate: Gate, mode: str) -> 
     async with inquiry_client(gate, mode=mode) as client, anyio.create_task_group() as tg:
         tg.start_soon(respond_next, gate, "the blue one")
         result = await client.call_tool(
-            "send_inquiry", {"question": "Which colour?", "choices": ["red", "blue"]}
+            "send_inquiry",
+            {"question": "Which colour?", "choices": ["red", "blue"], "allow_other": True},
         )
     data = result.structured_content
     assert not result.is_error and data["status"] == "answered"
@@ -94,7 +95,10 @@ async def test_progress_text_carries_the_id_and_question_without_meta(gate: Gate
 
 
 async def test_answer_inquiry_from_a_second_client_wins_once(gate: Gate) -> None:
-    async with inquiry_client(gate) as asker, inquiry_client(gate) as other_device:
+    async with (
+        inquiry_client(gate) as asker,
+        inquiry_client(gate, mode="legacy", many_sessions=True) as other_device,
+    ):
 
         async def answer_from_other_device() -> None:
             req = await next_pending(gate)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -59,11 +60,14 @@ def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def pending_id(gate: Gate) -> str:
+async def pending_id(gate: Gate, exclude: set[str] | None = None) -> str:
+    """The id of the first pending request not in ``exclude``, as soon as it is stored."""
     with anyio.fail_after(20):
-        while not (found := await gate.alist(status="pending")):
-            await anyio.sleep(0.05)
-    return found[0].id
+        while True:
+            found = [r for r in await gate.alist(status="pending") if r.id not in (exclude or ())]
+            if found:
+                return found[0].id
+            await anyio.sleep(0.01)
 
 
 @ERAS
@@ -91,34 +95,52 @@ async def test_stdio_client_disconnect_cancels_the_pending_request(
     config: Path, gate: Gate
 ) -> None:
     """A client that simply goes away (stdin closed, no cancel sent) withdraws the request."""
+    await _disconnect_while_held(config, gate)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_stopping_the_proxy_cancels_its_held_requests(
+    config: Path, gate: Gate, signum: int
+) -> None:
     params = proxy_params(config)
-    messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-client", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "delete_file", "arguments": {"path": "c.txt"}},
-        },
-    ]
     process = await anyio.open_process(
         [params.command, *params.args], cwd=params.cwd, env=params.env, stderr=subprocess.DEVNULL
     )
     try:
         assert process.stdin is not None
-        for message in messages:
+        for message in _HELD_CALL:
             await process.stdin.send((json.dumps(message) + "\n").encode())
         request_id = await pending_id(gate)
+        process.send_signal(signum)
+        with anyio.fail_after(30):
+            await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+    req = await gate.get(request_id)
+    assert req.status == "cancelled" and req.calls[0].resolved_by == "signoff-mcp"
+
+
+@pytest.mark.slow
+async def test_stdio_client_disconnect_stress(config: Path, gate: Gate) -> None:
+    """The disconnect may land at any point after the request is stored (it once landed
+    between storing and holding, and the request stayed pending): it is withdrawn every
+    time."""
+    for _ in range(15):
+        await _disconnect_while_held(config, gate)
+
+
+async def _disconnect_while_held(config: Path, gate: Gate) -> None:
+    params = proxy_params(config)
+    before = {r.id for r in await gate.alist()}
+    process = await anyio.open_process(
+        [params.command, *params.args], cwd=params.cwd, env=params.env, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert process.stdin is not None
+        for message in _HELD_CALL:
+            await process.stdin.send((json.dumps(message) + "\n").encode())
+        request_id = await pending_id(gate, exclude=before)
         await process.stdin.aclose()  # the client is gone: no notifications/cancelled
         with anyio.fail_after(20):
             await process.wait()
@@ -128,3 +150,24 @@ async def test_stdio_client_disconnect_cancels_the_pending_request(
     req = await gate.get(request_id)
     assert req.status == "cancelled" and req.calls[0].resolved_by == "signoff-mcp"
     assert "disconnected" in (req.calls[0].message or "")
+
+
+_HELD_CALL = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-client", "version": "0"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "delete_file", "arguments": {"path": "c.txt"}},
+    },
+]

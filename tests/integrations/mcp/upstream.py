@@ -7,9 +7,14 @@ rejected call never reached the upstream and an approved one reached it exactly 
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import anyio
-from mcp.server import MCPServer
+import mcp_types as types
+from mcp.server import MCPServer, ServerRequestContext
 from mcp.server.mcpserver import Context
+from pydantic import BaseModel
 
 
 def make_upstream(name: str = "upstream") -> tuple[MCPServer, list[str]]:
@@ -58,8 +63,118 @@ def make_upstream(name: str = "upstream") -> tuple[MCPServer, list[str]]:
             raise
         return "done"
 
+    add_features(server, events)
     return server, events
 
 
+class Colour(BaseModel):
+    colour: str
+
+
+def add_features(server: MCPServer, events: list[str]) -> None:
+    """Everything but tools that a client may use, and tools that use the client back."""
+
+    @server.resource("notes://readme", mime_type="text/plain")
+    def readme() -> str:
+        """The readme note."""
+        return "read me first"
+
+    @server.resource("notes://{name}")
+    def note(name: str) -> str:
+        """A note by name."""
+        return f"note {name}"
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        """Greet someone."""
+        return f"Hello, {name}!"
+
+    @server.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> types.Completion:
+        names = [n for n in ("alice", "albert", "bob") if n.startswith(argument.value)]
+        return types.Completion(values=names)
+
+    @server.tool()
+    async def ask_llm(question: str, ctx: Context) -> str:
+        """Ask the client's model (sampling)."""
+        reply = await ctx.session.create_message(
+            [
+                types.SamplingMessage(
+                    role="user", content=types.TextContent(type="text", text=question)
+                )
+            ],
+            max_tokens=20,
+        )
+        content = reply.content
+        return content.text if isinstance(content, types.TextContent) else "?"
+
+    @server.tool()
+    async def ask_user(question: str, ctx: Context) -> str:
+        """Ask the client's user (elicitation)."""
+        answer = await ctx.elicit(question, Colour)
+        return getattr(getattr(answer, "data", None), "colour", answer.action)
+
+    @server.tool()
+    async def which_roots(ctx: Context) -> str:
+        """The client's roots."""
+        found = await ctx.session.list_roots()
+        return ",".join(str(r.uri) for r in found.roots)
+
+    @server.tool()
+    async def announce(text: str, ctx: Context) -> str:
+        """Log a message and say the tool list changed (2025 era)."""
+        await ctx.session.send_log_message("info", text, logger="upstream")
+        await ctx.session.send_notification(types.ToolListChangedNotification())
+        return "announced"
+
+    @server.tool()
+    async def touch(uri: str, ctx: Context) -> str:
+        """Say that a resource changed (2025 era)."""
+        await ctx.session.send_resource_updated(uri)
+        return "touched"
+
+    @server.tool()
+    def big(size: int) -> str:
+        """A large result."""
+        return "x" * size
+
+    @server.tool()
+    def pid() -> int:
+        """The server process's id (one upstream process per proxy session)."""
+        return os.getpid()
+
+    @server.tool()
+    def crash() -> str:
+        """End the server process at once (for restart tests; stdio only)."""
+        os._exit(3)
+
+    async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> Any:
+        events.append(f"level {params.level}")
+        return types.EmptyResult()
+
+    async def subscribe(
+        ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> Any:
+        events.append(f"subscribe {params.uri}")
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> Any:
+        events.append(f"unsubscribe {params.uri}")
+        return types.EmptyResult()
+
+    # MCPServer has no decorators for these 2025-era methods: register them on its server.
+    low = server._lowlevel_server
+    low.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    low.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
+    low.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
+
+
 if __name__ == "__main__":
-    make_upstream()[0].run()  # stdio
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":  # streamable HTTP on a loopback port
+        make_upstream()[0].run("streamable-http", port=int(sys.argv[2]))
+    else:
+        make_upstream()[0].run()  # stdio

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any, Literal, NotRequired, TypedDict
 
 from signoff.integrations.langchain._ids import local
-from signoff.model import ApprovalRequest
+from signoff.model import ApprovalRequest, CallState, chains
+from signoff.model import ReviewConfig as ReviewConfig_
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 
@@ -38,13 +39,32 @@ class ActionRequest(TypedDict):
     rule: str
 
 
+class ChainGroup(TypedDict):
+    """One group of an approval chain and how far it is: ``approvals`` counted of ``quorum``."""
+
+    roles: list[str]
+    users: list[str]
+    quorum: int
+    approvals: list[str]
+
+
 class Approvers(TypedDict):
-    """Who may decide a call: people with one of ``roles``, or one of ``users``, or anyone."""
+    """Who may decide a call: people with one of ``roles``, or one of ``users``, or anyone.
+
+    An approval chain adds ``stages`` (asked one after the other; ``stage`` is the 0-based
+    index of the one asked now) or ``all_of`` (one from each group, any order), each group
+    with its progress, and ``progress``, the sentence every surface shows
+    ("stage 2 of 2: 1 of 2 finance approvals")."""
 
     roles: list[str]
     users: list[str]
     quorum: int
     any: bool
+    stages: NotRequired[list[ChainGroup]]
+    all_of: NotRequired[list[ChainGroup]]
+    stage: NotRequired[int]
+    distinct: NotRequired[bool]
+    progress: NotRequired[str]
 
 
 class ReviewConfig(TypedDict):
@@ -173,12 +193,7 @@ def hitl_request(req: ApprovalRequest, prefix: str = "") -> HITLRequest:
             allowed_decisions=list(config.allowed_decisions),
             tool_call_id=local(prefix, config.tool_call_id),
             editable_args=config.editable_args,
-            approvers=Approvers(
-                roles=list(config.approvers.roles),
-                users=list(config.approvers.users),
-                quorum=config.approvers.quorum,
-                any=config.approvers.any,
-            ),
+            approvers=_approvers(config, req.call(config.tool_call_id)),
         )
         if config.args_schema is not None:
             review["args_schema"] = config.args_schema
@@ -197,3 +212,29 @@ def hitl_request(req: ApprovalRequest, prefix: str = "") -> HITLRequest:
 def is_signoff_interrupt(value: object) -> bool:
     """True for an interrupt value raised by :class:`SignoffMiddleware`."""
     return isinstance(value, dict) and "request_id" in value and "action_requests" in value
+
+
+def _approvers(config: ReviewConfig_, call: CallState) -> Approvers:
+    """The approvers of one call, with its chain's per-group progress when it has one."""
+    who = config.approvers
+    out = Approvers(roles=list(who.roles), users=list(who.users), quorum=who.quorum, any=who.any)
+    if not who.chained:
+        return out
+    done = call.group_approvals
+    groups = [
+        ChainGroup(
+            roles=list(g.roles),
+            users=list(g.users),
+            quorum=g.quorum,
+            approvals=list(done[i]) if i < len(done) else [],
+        )
+        for i, g in enumerate(who.groups)
+    ]
+    if who.stages:
+        out["stages"] = groups
+        out["stage"] = call.stage
+    else:
+        out["all_of"] = groups
+    out["distinct"] = who.distinct
+    out["progress"] = chains.progress(config, call)
+    return out

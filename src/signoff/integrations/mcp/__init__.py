@@ -8,7 +8,8 @@ from signoff.integrations.mcp.inquiry import (
     Suggester,
     build_inquiry_server,
 )
-from signoff.integrations.mcp.proxy import ApprovalProxy, ProxyOptions, build_proxy
+from signoff.integrations.mcp.proxy import ApprovalProxy, ProxyOptions
+from signoff.integrations.mcp.proxy_server import build_proxy
 from signoff.integrations.mcp.serving import serve
 from signoff.integrations.mcp.upstreams import (
     UpstreamError,

@@ -15,7 +15,6 @@ approver out of band.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
@@ -24,7 +23,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff.channels.menu import principal_may_decide
 from signoff.gate import Gate
-from signoff.model import ApprovalRequest
+from signoff.model import ApprovalRequest, Inquiry, Question
+from signoff.model.text import inert
 
 log = logging.getLogger("signoff.mcp")
 
@@ -46,14 +46,42 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 
 
-def answer_schema(choices: Sequence[str] | None, default: str | None) -> dict[str, Any]:
-    """A flat form with one ``answer`` field: a pick list when there are choices."""
-    field: dict[str, Any] = {"type": "string", "title": "Your answer"}
-    if choices:
-        field["enum"] = list(choices)
-    if default is not None and (not choices or default in choices):
-        field["default"] = default
-    return {"type": "object", "properties": {"answer": field}, "required": ["answer"]}
+def prompt_of(inquiry: Inquiry) -> str:
+    """The form's message: the agent's question, inert (no escapes, bidi or hidden text)."""
+    return inert(inquiry.question, keep_newlines=True)
+
+
+def answer_schema(inquiry: Inquiry) -> dict[str, Any]:
+    """A flat form: one ``answer`` field for a single question, one field per question id for
+    a form — a pick list where the choices bind, a multi-select where ``multiple``."""
+    if not inquiry.is_form:
+        (single,) = inquiry.all_questions()
+        field = _field(single, "Your answer")
+        return {"type": "object", "properties": {"answer": field}, "required": ["answer"]}
+    questions = inquiry.all_questions()
+    return {
+        "type": "object",
+        "properties": {q.id: _field(q, inert(q.question)) for q in questions},
+        "required": [q.id for q in questions if not q.multiple],
+    }
+
+
+def _field(q: Question, title: str) -> dict[str, Any]:
+    if q.multiple and q.choices:
+        field: dict[str, Any] = {
+            "type": "array",
+            "title": title,
+            "items": {"type": "string", "enum": list(q.choices)},
+        }
+    else:
+        field = {"type": "string", "title": title}
+        if q.choices and q.allow_other:
+            field["description"] = "Suggestions: " + ", ".join(q.choices)
+        elif q.choices:
+            field["enum"] = list(q.choices)
+    if q.default_answer is not None:
+        field["default"] = q.default_answer
+    return field
 
 
 def is_modern(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -134,12 +162,19 @@ def approval_decision(result: types.ElicitResult, call_id: str) -> dict[str, Any
     return None
 
 
-def answer_decision(result: types.ElicitResult, call_id: str) -> dict[str, Any] | None:
-    """A respond (answer) or reject (declined) decision; None when dismissed."""
+def answer_decision(
+    result: types.ElicitResult, call_id: str, inquiry: Inquiry
+) -> dict[str, Any] | None:
+    """A respond (answer) or reject (declined) decision; None when dismissed. The answer is
+    checked like any other when the decision is applied."""
     content = result.content or {}
-    answer = content.get("answer")
-    if result.action == "accept" and isinstance(answer, str) and answer.strip():
-        return {"tool_call_id": call_id, "type": "respond", "message": answer.strip()}
+    if result.action == "accept":
+        if inquiry.is_form:
+            answers = {q.id: content[q.id] for q in inquiry.all_questions() if q.id in content}
+            return {"tool_call_id": call_id, "type": "respond", "answers": answers}
+        answer = content.get("answer")
+        if isinstance(answer, str) and answer.strip():
+            return {"tool_call_id": call_id, "type": "respond", "message": answer.strip()}
     if result.action in ("accept", "decline"):
         return {"tool_call_id": call_id, "type": "reject", "message": "declined in the client"}
     return None

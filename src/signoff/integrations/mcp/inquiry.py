@@ -4,8 +4,10 @@
 inquiry``), announces it at once in a progress notification whose ``_meta`` carries
 ``{inquiryId, question, type: "INQUIRY"}`` (so a thin client can render it straight from the
 stream), asks in the client too where it can, and waits. Anyone may answer — web inbox, any
-channel, ``signoff respond``, or ``answer_inquiry`` on this server from another device; the
-first answer wins and the other prompts are withdrawn.
+channel, ``signoff respond``, or ``answer_inquiry`` on this server from another session (never
+the one that asked: :mod:`~signoff.integrations.mcp.inquiry_answering`); the first answer wins
+and the other prompts are withdrawn. ``questions`` asks a form in one round; its answer is an
+object keyed by question id.
 
 The result is data, not an error: ``{status, answer, inquiry_id, waited_s}`` with a text that
 tells the model what to do when nobody answered (keep going; do not ask again). For long waits,
@@ -27,6 +29,12 @@ from signoff import __version__
 from signoff.checks import schema_for
 from signoff.gate import Gate
 from signoff.integrations.mcp import elicitation, texts
+from signoff.integrations.mcp.inquiry_answering import (
+    AnswerTool,
+    Sessions,
+    answer_refusal,
+    offers_answer_tool,
+)
 from signoff.integrations.mcp.inquiry_tools import TOOLS, InquiryResult, result_of, status_of
 from signoff.integrations.mcp.progress import ProgressChannel
 from signoff.integrations.mcp.safeguards import withdraw
@@ -36,6 +44,7 @@ from signoff.model import (
     AlreadyDecided,
     ApprovalRequest,
     CallContext,
+    InvalidInput,
     SignoffError,
     new_id,
 )
@@ -64,15 +73,24 @@ class InquiryOptions:
     suggester: Suggester | None = None
     state_keys: Sequence[bytes | str] | None = None
     name: str = "signoff-inquiry"
+    answer_tool: AnswerTool = "other-sessions"  # who may call answer_inquiry
+    many_sessions: bool = False  # served over HTTP: other clients (a phone) may connect
 
 
 class InquiryService:
     """The tools' behaviour, over one gate."""
 
-    def __init__(self, gate: Gate, options: InquiryOptions, sealed: SealedStates) -> None:
+    def __init__(
+        self,
+        gate: Gate,
+        options: InquiryOptions,
+        sealed: SealedStates,
+        sessions: Sessions | None = None,
+    ) -> None:
         self.gate = gate
         self.options = options
         self.sealed = sealed
+        self.sessions = sessions or Sessions()
         self.thread = options.thread or new_id("inquiry")
         self._validators = {tool.name: schema_for(tool.input_schema) for tool in TOOLS}
 
@@ -87,36 +105,52 @@ class InquiryService:
         if errors:
             return _error(f"Invalid arguments for {params.name}: " + "; ".join(errors))
         if params.name == "answer_inquiry":
-            return await self.answer(args["inquiry_id"], args["answer"])
+            return await self.answer(ctx, args)
         if params.name == "get_answer":
             return await self.get_answer(ctx, args["inquiry_id"], float(args.get("wait_s", 0)))
         if params.request_state is not None:
             return await self._resume(ctx, params)
         return await self.ask(ctx, args, wait=params.name == "send_inquiry")
 
+    def tools(self, ctx: ServerRequestContext[Any, Any]) -> list[types.Tool]:
+        """The tools this session sees: ``answer_inquiry`` only where it may use it."""
+        offered = offers_answer_tool(
+            self.options.answer_tool,
+            many_sessions=self.options.many_sessions,
+            session=self.sessions.of(ctx),
+        )
+        return [t for t in TOOLS if offered or t.name != "answer_inquiry"]
+
     # ------------------------------------------------------------------ asking
     async def ask(
         self, ctx: ServerRequestContext[Any, Any], args: dict[str, Any], *, wait: bool
     ) -> types.CallToolResult | types.InputRequiredResult:
-        question = str(args["question"]).strip()
-        choices = [str(c) for c in args.get("choices") or []] or None
+        question = args.get("question")
+        choices = args.get("choices") or None
         default = args.get("default_answer")
-        if default is None:
-            default = await self._suggest(question, choices)
+        allow_other = bool(args.get("allow_other", False))
+        if default is None and question is not None and "questions" not in args:
+            default = await self._suggest(str(question), choices, allow_other)
         timeout = self._timeout(args.get("timeout_s"))
         try:
             req = await self.gate.aask(
                 question,
                 choices=choices,
                 default_answer=default,
+                allow_other=allow_other,
+                questions=args.get("questions"),
+                format=args.get("format", "text"),
                 timeout=timeout,
                 ctx=self._context(ctx),
                 wait=False,
             )
+        except InvalidInput as exc:
+            return _error(f"Invalid arguments for send_inquiry: {exc}")
         except Exception as exc:  # fail closed: nobody can be asked
             log.error("cannot record the inquiry: %s", exc)
             return result_of_unavailable(str(exc))
-        assert isinstance(req, ApprovalRequest)
+        assert isinstance(req, ApprovalRequest) and req.inquiry is not None
+        self.sessions.asked(req.id, self.sessions.of(ctx))
         progress = ProgressChannel(ctx)
         await self._announce(progress, req)
         if not wait or not req.pending:
@@ -124,8 +158,9 @@ class InquiryService:
         in_client = self.options.in_client and elicitation.can_elicit_form(ctx)
         if in_client and elicitation.is_modern(ctx):
             state = self.sealed.mint(req.id, req.calls[0].tool_call_id, req.expires_at)
+            schema = elicitation.answer_schema(req.inquiry)
             return elicitation.input_required(
-                elicitation.ANSWER_KEY, question, elicitation.answer_schema(choices, default), state
+                elicitation.ANSWER_KEY, elicitation.prompt_of(req.inquiry), schema, state
             )
         return await self._wait(ctx, req, progress, prompt=in_client, withdraw=True)
 
@@ -141,8 +176,10 @@ class InquiryService:
                 "this server. Keep working with what you have; do not ask again."
             )
         reply = elicitation.answer_in(params, elicitation.ANSWER_KEY)
-        if req.pending:
-            decision = elicitation.answer_decision(reply, ticket.call_id) if reply else None
+        if req.pending and req.inquiry is not None:
+            decision = (
+                elicitation.answer_decision(reply, ticket.call_id, req.inquiry) if reply else None
+            )
             if decision is None:  # dismissed in the client: the question is withdrawn
                 await self._withdraw(req.id, "dismissed in the MCP client")
             else:
@@ -163,14 +200,32 @@ class InquiryService:
             # A client that gives up on get_answer leaves the question open: that is the point
             # of the non-blocking variant.
             return await self._wait(ctx, req, ProgressChannel(ctx), limit=wait)
+        if req.terminal:
+            self.sessions.forget(req.id)
         return result_of(req)
 
-    async def answer(self, inquiry_id: str, answer: str) -> types.CallToolResult:
-        """``answer_inquiry``: another device or client answers (as this server's principal)."""
+    async def answer(
+        self, ctx: ServerRequestContext[Any, Any], args: dict[str, Any]
+    ) -> types.CallToolResult:
+        """``answer_inquiry``: another session answers (as this server's principal); never
+        the session that asked (:func:`answer_refusal`)."""
+        inquiry_id = str(args["inquiry_id"])
         req = await self._get(inquiry_id)
         if req is None or req.kind != "inquiry":
             return _error(f"No inquiry with id {inquiry_id!r}.")
-        decision = {"tool_call_id": req.calls[0].tool_call_id, "type": "respond", "message": answer}
+        refused = answer_refusal(
+            self.options.answer_tool,
+            many_sessions=self.options.many_sessions,
+            asking=self.sessions.asker(req.id),
+            answering=self.sessions.of(ctx),
+        )
+        if refused is not None:
+            return _error(f"Not recorded: {refused}")
+        decision: dict[str, Any] = {"tool_call_id": req.calls[0].tool_call_id, "type": "respond"}
+        if "answer" in args:
+            decision["message"] = args["answer"]
+        if "answers" in args:
+            decision["answers"] = args["answers"]
         try:
             req = await self.gate.adecide(
                 req.id, [decision], approver=self.options.principal, channel="mcp"
@@ -179,6 +234,8 @@ class InquiryService:
             return _answer_result(False, await self._get(req.id) or req, f"Not recorded: {exc}")
         except SignoffError as exc:
             return _error(f"Not recorded: {exc}")
+        if req.terminal:  # nobody can answer it any more: who asked no longer matters
+            self.sessions.forget(req.id)
         return _answer_result(True, req, f"Answer recorded for inquiry {req.id}.")
 
     # ------------------------------------------------------------------ helpers
@@ -198,11 +255,10 @@ class InquiryService:
         async def ask_in_client() -> None:
             inquiry = req.inquiry
             assert inquiry is not None
-            schema = elicitation.answer_schema(inquiry.choices, inquiry.default_answer)
-            reply = await elicitation.push(ctx, inquiry.question, schema)
-            decision = (
-                elicitation.answer_decision(reply, req.calls[0].tool_call_id) if reply else None
-            )
+            schema = elicitation.answer_schema(inquiry)
+            reply = await elicitation.push(ctx, elicitation.prompt_of(inquiry), schema)
+            call_id = req.calls[0].tool_call_id
+            decision = elicitation.answer_decision(reply, call_id, inquiry) if reply else None
             if decision is not None:
                 await self._decide(req, decision)
             elif reply is not None:  # dismissed: withdraw the question
@@ -222,24 +278,28 @@ class InquiryService:
             )
         except Exception as exc:
             return result_of_unavailable(str(exc), req.id)
+        if final.terminal:
+            self.sessions.forget(final.id)
         return result_of(final)
 
     async def _announce(self, progress: ProgressChannel, req: ApprovalRequest) -> None:
         inquiry = req.inquiry
         assert inquiry is not None
-        meta = {
+        meta: dict[str, Any] = {
             "inquiryId": req.id,
             "question": inquiry.question,
             "type": "INQUIRY",
             "choices": inquiry.choices,
             "defaultAnswer": inquiry.default_answer,
+            "format": inquiry.format,
             "expiresAt": req.expires_at.isoformat(),
             "answerUrl": texts.approval_url(self.gate.policy, req.id),
         }
+        if inquiry.questions is not None:
+            meta["questions"] = [q.model_dump() for q in inquiry.questions]
         text = (
             f"Question for a human (inquiry {req.id}): {inquiry.question} — "
-            f"{texts.where_to_answer(self.gate.policy, req.id, 'respond')}, or call "
-            f"answer_inquiry."
+            f"{texts.where_to_answer(self.gate.policy, req.id, 'respond')}."
         )
         await progress.beat(text, meta)
 
@@ -262,14 +322,20 @@ class InquiryService:
         except SignoffError:
             return None
 
-    async def _suggest(self, question: str, choices: list[str] | None) -> str | None:
+    async def _suggest(
+        self, question: str, choices: list[str] | None, allow_other: bool
+    ) -> str | None:
         if self.options.suggester is None:
             return None
         try:
-            return await self.options.suggester(question, choices)
+            found = await self.options.suggester(question, choices)
         except Exception as exc:
             log.warning("the answer suggester failed: %s", exc)
             return None
+        if found is not None and choices and not allow_other and found not in choices:
+            log.info("the suggested answer is not one of the choices; not offered")
+            return None
+        return found
 
     def _timeout(self, value: Any) -> float:
         seconds = float(value) if value is not None else self.options.default_timeout_s
@@ -305,15 +371,16 @@ def build_inquiry_server(
     """The inquiry server as a low-level MCP server (stdio, HTTP or in memory)."""
     opts = options or InquiryOptions()
     sealed = SealedStates(audience=opts.name, keys=opts.state_keys, ttl=opts.max_timeout_s + 60)
+    sessions = Sessions()  # shared by every connection of this server
 
     @asynccontextmanager
     async def lifespan(_server: Server[InquiryService]) -> AsyncIterator[InquiryService]:
-        yield InquiryService(gate, opts, sealed)
+        yield InquiryService(gate, opts, sealed, sessions)
 
     async def on_list_tools(
         ctx: ServerRequestContext[InquiryService], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(TOOLS))
+        return types.ListToolsResult(tools=ctx.lifespan_context.tools(ctx))
 
     async def on_call_tool(
         ctx: ServerRequestContext[InquiryService], params: types.CallToolRequestParams

@@ -3,13 +3,14 @@ model reads) and the structured result every question ends in."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import mcp_types as types
 
 from signoff.integrations.mcp.texts import inquiry_guidance
-from signoff.model import ApprovalRequest, utcnow
+from signoff.model import Answers, ApprovalRequest, utcnow
 
 InquiryStatus = Literal["answered", "declined", "cancelled", "expired", "unavailable", "pending"]
 STATUSES: tuple[str, ...] = ("answered", "declined", "cancelled", "expired", "unavailable")
@@ -21,20 +22,72 @@ WHEN_TO_ASK = (
     "deleting data, contacting people). Do not ask for facts your other tools can find, do "
     "not ask for permission to do what you were asked, and never ask the same question "
     "twice. Ask one specific question; give `choices` when the answer is one of a few "
-    "options and `default_answer` when you have a sensible suggestion. If the status is not "
+    "options and `default_answer` when you have a sensible suggestion; use `questions` "
+    "only for a few closely related questions that need answering together. If the status is not "
     "`answered`, continue with your best judgement and say what you assumed."
 )
 
+_QUESTION: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9_-]{1,64}$",
+            "description": "The key of this question's answer in the result.",
+        },
+        "question": {"type": "string", "minLength": 1},
+        "choices": {"type": "array", "items": {"type": "string"}, "maxItems": 50},
+        "multiple": {
+            "type": "boolean",
+            "description": "The human may pick several choices; the answer is a list.",
+        },
+        "default_answer": {
+            "type": ["string", "array"],
+            "items": {"type": "string"},
+            "description": "Your suggestion (a list where `multiple`).",
+        },
+        "allow_other": {
+            "type": "boolean",
+            "description": "Accept an answer outside `choices` (default false).",
+        },
+    },
+    "required": ["id", "question"],
+    "additionalProperties": False,
+}
+
 _QUESTION_PROPS: dict[str, Any] = {
-    "question": {"type": "string", "minLength": 1, "description": "One specific question."},
+    "question": {
+        "type": "string",
+        "minLength": 1,
+        "description": "One specific question (with `questions`: the form's title, optional).",
+    },
     "choices": {
         "type": "array",
         "items": {"type": "string"},
-        "description": "Possible answers to pick from (optional).",
+        "maxItems": 50,
+        "description": "Possible answers to pick from (optional); the answer must be one of "
+        "them unless `allow_other` is true.",
     },
     "default_answer": {
         "type": "string",
         "description": "Your suggested answer; the human can submit it as-is (optional).",
+    },
+    "allow_other": {
+        "type": "boolean",
+        "description": "Accept an answer outside `choices` (default false).",
+    },
+    "questions": {
+        "type": "array",
+        "items": _QUESTION,
+        "minItems": 1,
+        "maxItems": 20,
+        "description": "Instead of `question`: several questions asked in one round, each "
+        "with an `id`; the answer is then an object keyed by question id.",
+    },
+    "format": {
+        "type": "string",
+        "enum": ["text", "markdown"],
+        "description": "markdown: the web inbox renders the question text as markdown.",
     },
     "timeout_s": {
         "type": "number",
@@ -49,7 +102,10 @@ def _result_schema(statuses: tuple[str, ...]) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "status": {"type": "string", "enum": list(statuses)},
-            "answer": {"type": ["string", "null"]},
+            "answer": {
+                "type": ["string", "object", "null"],
+                "description": "A string, or with `questions` an object keyed by question id.",
+            },
             "inquiry_id": {"type": "string"},
             "waited_s": {"type": "number"},
         },
@@ -76,7 +132,6 @@ TOOLS: tuple[types.Tool, ...] = (
         input_schema={
             "type": "object",
             "properties": _QUESTION_PROPS,
-            "required": ["question"],
             "additionalProperties": False,
         },
         output_schema=RESULT_SCHEMA,
@@ -89,7 +144,6 @@ TOOLS: tuple[types.Tool, ...] = (
         input_schema={
             "type": "object",
             "properties": _QUESTION_PROPS,
-            "required": ["question"],
             "additionalProperties": False,
         },
         output_schema=PENDING_RESULT_SCHEMA,
@@ -112,14 +166,19 @@ TOOLS: tuple[types.Tool, ...] = (
     types.Tool(
         name="answer_inquiry",
         description="For a human's client, not for the model: answer an open inquiry by id "
-        "(from another device or client). The first answer wins.",
+        "(from another device or client), with `answer` (a string) or a form's `answers` "
+        "(keyed by question id). The first answer wins; the client that asked may not answer.",
         input_schema={
             "type": "object",
             "properties": {
                 "inquiry_id": {"type": "string", "minLength": 1},
                 "answer": {"type": "string", "minLength": 1},
+                "answers": {
+                    "type": "object",
+                    "description": "A form's answers, keyed by question id.",
+                },
             },
-            "required": ["inquiry_id", "answer"],
+            "required": ["inquiry_id"],
             "additionalProperties": False,
         },
         output_schema=ANSWER_RESULT_SCHEMA,
@@ -132,7 +191,7 @@ class InquiryResult:
     """``{status, answer, inquiry_id, waited_s}`` plus the guidance text for the model."""
 
     status: InquiryStatus
-    answer: str | None
+    answer: str | Answers | None
     inquiry_id: str
     waited_s: float
     detail: str | None = None  # a decline's reason: in the text, not the answer
@@ -144,20 +203,21 @@ class InquiryResult:
             "inquiry_id": self.inquiry_id,
             "waited_s": round(self.waited_s, 3),
         }
-        text = inquiry_guidance(
-            self.status, self.answer or self.detail, self.waited_s, self.inquiry_id
-        )
+        answer = json.dumps(self.answer) if isinstance(self.answer, dict) else self.answer
+        text = inquiry_guidance(self.status, answer or self.detail, self.waited_s, self.inquiry_id)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structured_content=structured
         )
 
 
-def status_of(req: ApprovalRequest) -> tuple[InquiryStatus, str | None, str | None]:
-    """(status, answer, detail) of an inquiry request."""
+def status_of(req: ApprovalRequest) -> tuple[InquiryStatus, str | Answers | None, str | None]:
+    """(status, answer, detail) of an inquiry request; a form's answer is keyed by id."""
     if req.pending:
         return "pending", None, None
     call = req.calls[0]
     if call.resolution == "responded":
+        if req.inquiry is not None and req.inquiry.is_form:
+            return "answered", dict(call.answers or {}), None
         return "answered", call.message, None
     if call.resolution == "expired":
         return "expired", None, None

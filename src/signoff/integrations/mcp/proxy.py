@@ -20,29 +20,32 @@ recorded or announced fails closed: the tool does not run.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from signoff import __version__
 from signoff.gate import Gate, messages
 from signoff.integrations.mcp import elicitation, texts
+from signoff.integrations.mcp.catalog import DEFAULT_TTL, Route
+from signoff.integrations.mcp.gating import Gating
+from signoff.integrations.mcp.link import BACKOFF_ATTEMPTS, DEFAULT_CONNECT_TIMEOUT
+from signoff.integrations.mcp.pool import UpstreamPool
 from signoff.integrations.mcp.progress import ProgressChannel
+from signoff.integrations.mcp.relay import client_left
 from signoff.integrations.mcp.safeguards import (
     audit_refusal,
     notification_failures,
     refusal,
     withdraw,
+    withdrawn_on_cancel,
 )
 from signoff.integrations.mcp.sealed import SealedStates
 from signoff.integrations.mcp.timeouts import warn_if_client_gives_up_first
-from signoff.integrations.mcp.upstreams import Route, UpstreamPool, UpstreamSpec
 from signoff.integrations.mcp.waiting import hold
 from signoff.model import (
     AlreadyDecided,
@@ -56,9 +59,11 @@ from signoff.model import (
 )
 
 log = logging.getLogger("signoff.mcp")
+T = TypeVar("T")
 
 ACTOR = "signoff-mcp"
 CLIENT_GONE = "the MCP client cancelled the call or disconnected"
+UPSTREAM_GONE = "the MCP server behind the proxy stopped; the call could not run"
 
 
 @dataclass(slots=True)
@@ -74,19 +79,31 @@ class ProxyOptions:
     state_keys: Sequence[bytes | str] | None = None  # share across instances; default per process
     client_wait_s: float | None = None  # the client's tool timeout, for the tier warning
     name: str = "signoff-proxy"
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT  # the upstream handshake
+    per_session: bool = False  # HTTP: one session (thread, upstreams) per client session
+    max_sessions: int = 16
+    listing_ttl_s: float = DEFAULT_TTL
+    upstream_restarts: int = BACKOFF_ATTEMPTS  # then the upstream stays down
+    upstream_mode: str = "auto"
 
 
 class ApprovalProxy:
     """One client connection's proxy: routes, gates, holds and forwards tool calls."""
 
     def __init__(
-        self, gate: Gate, pool: UpstreamPool, options: ProxyOptions, sealed: SealedStates
+        self,
+        gate: Gate,
+        pool: UpstreamPool,
+        options: ProxyOptions,
+        sealed: SealedStates,
+        thread: str | None = None,
     ) -> None:
         self.gate = gate
         self.pool = pool
         self.options = options
         self.sealed = sealed
-        self.thread = options.thread or new_id("mcp")
+        self.thread = options.thread or thread or new_id("mcp")
+        self.gating = Gating.from_policy(gate.policy)
         self._contexts: dict[tuple[str | None, str], CallContext] = {}
         self._warned = False
 
@@ -111,10 +128,9 @@ class ApprovalProxy:
             log.warning("tool %s has an unusable inputSchema (%s); not validated", tool.name, exc)
 
     async def _route(self, name: str) -> Route | None:
-        route = self.pool.route(name)
-        if route is None:  # the upstream may have added tools since the last listing
-            await self.list_tools()
-            route = self.pool.route(name)
+        route = await self.pool.route(name)  # lists again once for a name not seen yet
+        if route is not None:
+            self._register(route.listed)
         return route
 
     # ------------------------------------------------------------------ calling
@@ -132,6 +148,8 @@ class ApprovalProxy:
             return refusal(texts.unknown_tool(name, self.pool.tool_names), rule="mcp.unknown_tool")
         try:
             verdict = self.gate.check(call, call_ctx)
+            if verdict.judge_pending:  # an intent judge answers before anything runs
+                verdict = await self.gate.ajudge(call, call_ctx, verdict)
         except Exception as exc:  # the audit queue refused: fail closed
             return refusal(texts.store_unavailable(name, exc), rule="store")
         if verdict.allowed:
@@ -139,6 +157,9 @@ class ApprovalProxy:
             return await self._forward(route, args, ProgressChannel(ctx))
         if verdict.denied:
             return refusal(messages.denied(name, verdict), rule=verdict.rule)
+        link = self.pool.link(route.upstream)
+        if not link.up:  # never ask a human to approve a call that cannot run
+            return refusal(texts.upstream_down(name, link.state.reason or "not connected"))
         return await self._held(ctx, route, call, verdict, call_ctx)
 
     async def _held(
@@ -150,18 +171,43 @@ class ApprovalProxy:
         call_ctx: CallContext,
     ) -> types.CallToolResult | types.InputRequiredResult:
         try:
-            sub = await self.gate.asubmit_checked([call], [verdict], call_ctx)
+            # Shielded: once stored, the request's id must reach the guard below, or a client
+            # leaving at this moment would leave it pending for a human to approve.
+            with anyio.CancelScope(shield=True):
+                sub = await self.gate.asubmit_checked([call], [verdict], call_ctx)
             assert sub.request is not None
             req = sub.request
-            failures = await notification_failures(self.gate, req) if req.pending else []
         except Exception as exc:
             log.error("cannot record the approval request for %s: %s", call.name, exc)
             return refusal(texts.store_unavailable(call.name, exc), rule=verdict.rule)
+        progress = ProgressChannel(ctx)
+        async with withdrawn_on_cancel(self.gate, req.id, actor=ACTOR, reason=CLIENT_GONE):
+            held = await self._announce_and_hold(ctx, route, call, req, progress)
+        if not isinstance(held, ApprovalRequest):
+            return held
+        return await self._finish(route, held, call.id, progress, call_ctx)
+
+    async def _announce_and_hold(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        route: Route | None,
+        call: ToolCall,
+        req: ApprovalRequest,
+        progress: ProgressChannel,
+        *,
+        in_client_allowed: bool = True,
+    ) -> types.CallToolResult | types.InputRequiredResult | ApprovalRequest:
+        """Check someone was told, then wait for the decision (or ask in the client, 2026)."""
+        try:
+            failures = await notification_failures(self.gate, req) if req.pending else []
+        except Exception as exc:
+            log.error("cannot read the notifications of %s: %s", req.id, exc)
+            await self._withdraw(req.id, "the approval system is unavailable")
+            return refusal(texts.store_unavailable(call.name, exc), request_id=req.id)
         if failures:
             await self._withdraw(req.id, "no approver could be notified")
             return refusal(texts.nobody_notified(call.name, failures), request_id=req.id)
-        progress = ProgressChannel(ctx)
-        in_client = req.pending and self._may_ask_in_client(ctx, req)
+        in_client = in_client_allowed and req.pending and self._may_ask_in_client(ctx, req)
         if in_client and elicitation.is_modern(ctx):
             await progress.beat(
                 texts.held(self.gate.policy, req), texts.held_meta(self.gate.policy, req)
@@ -172,10 +218,9 @@ class ApprovalProxy:
                 elicitation.APPROVAL_KEY, prompt, elicitation.APPROVAL_SCHEMA, state
             )
         try:
-            req = await self._hold(ctx, req, progress, prompt=in_client)
+            return await self._hold(ctx, route, req, progress, prompt=in_client)
         except Exception as exc:
             return refusal(texts.store_unavailable(call.name, exc), request_id=req.id)
-        return await self._finish(route, req, call.id, progress, call_ctx)
 
     async def _resume(
         self,
@@ -201,40 +246,113 @@ class ApprovalProxy:
         progress = ProgressChannel(ctx)
         if req.pending:  # dismissed in the client: an out-of-band approver may still decide
             try:
-                req = await self._hold(ctx, req, progress, prompt=False)
+                async with withdrawn_on_cancel(self.gate, req.id, actor=ACTOR, reason=CLIENT_GONE):
+                    req = await self._hold(ctx, route, req, progress, prompt=False)
             except Exception as exc:
                 return refusal(texts.store_unavailable(params.name, exc), request_id=req.id)
         return await self._finish(route, req, ticket.call_id, progress, call_ctx)
+
+    # ------------------------------------------------------------------ other requests
+    async def gated(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        call: ToolCall,
+        run: Callable[[dict[str, Any]], Awaitable[T]],
+    ) -> T:
+        """A resource read or prompt get the ``mcp:`` section sends to the gate, as a call of
+        a pseudo-tool: allowed or approved → ``run(args)`` once (with edited args after an
+        edit); denied, rejected, expired → an MCP error with the reason."""
+        call_ctx = self._context(ctx, None)
+        try:
+            verdict = self.gate.check(call, call_ctx)
+            if verdict.judge_pending:
+                verdict = await self.gate.ajudge(call, call_ctx, verdict)
+        except Exception as exc:  # the audit queue refused: fail closed
+            raise _refused(texts.store_unavailable(call.name, exc)) from None
+        if verdict.allowed:
+            self.gate.record_execution(call, call_ctx)
+            return await run(dict(call.args))
+        if verdict.denied:
+            raise _refused(messages.denied(call.name, verdict))
+        try:
+            with anyio.CancelScope(shield=True):
+                sub = await self.gate.asubmit_checked([call], [verdict], call_ctx)
+            assert sub.request is not None
+            req = sub.request
+        except Exception as exc:
+            raise _refused(texts.store_unavailable(call.name, exc)) from None
+        progress = ProgressChannel(ctx)
+        async with withdrawn_on_cancel(self.gate, req.id, actor=ACTOR, reason=CLIENT_GONE):
+            held = await self._announce_and_hold(
+                ctx, None, call, req, progress, in_client_allowed=False
+            )
+        if not isinstance(held, ApprovalRequest):
+            raise _refused(_error_text(held) if isinstance(held, types.CallToolResult) else "")
+        state = held.call(call.id)
+        if not state.runnable:
+            raise _refused(messages.outcome_text(held, state))
+        await self.gate.aclaim(held.id, call.id, actor=ACTOR)
+        args = dict(state.action.args)
+        try:
+            result = await run(args)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await self._ledger(held.id, call.id, _describe(exc))
+            raise
+        await self._ledger(held.id, call.id, None)
+        self.gate.record_execution(ToolCall(call.name, args, id=call.id), call_ctx)
+        return result
 
     # ------------------------------------------------------------------ holding
     async def _hold(
         self,
         ctx: ServerRequestContext[Any, Any],
+        route: Route | None,
         req: ApprovalRequest,
         progress: ProgressChannel,
         *,
         prompt: bool,
     ) -> ApprovalRequest:
         """Wait for the first decision with heartbeats (and, 2025 era, an in-client prompt
-        beside it); a client that goes away withdraws the request."""
+        beside it). Each heartbeat also checks that someone can still receive the result:
+        an upstream that is gone, or an HTTP client that went away without cancelling,
+        withdraws the request instead of leaving it for a human."""
         if self.options.client_wait_s is not None and not self._warned:
             self._warned = warn_if_client_gives_up_first(req, self.options.client_wait_s)
+        gone: list[str] = []
 
         async def beat(current: ApprovalRequest) -> None:
+            reason = await self._nobody_to_run_for(ctx, route)
+            if reason:
+                gone.append(reason)
+                scope.cancel()
+                return
             meta = texts.held_meta(self.gate.policy, current)
             await progress.beat(texts.held(self.gate.policy, current), meta)
 
         async def ask() -> None:
             await self._prompt_in_client(ctx, req)
 
-        return await hold(
-            self.gate,
-            req,
-            beat=beat,
-            every=self.options.heartbeat_s,
-            beside=ask if prompt else None,
-            withdraw=lambda rid: self._withdraw(rid, CLIENT_GONE),
-        )
+        with anyio.CancelScope() as scope:
+            return await hold(
+                self.gate,
+                req,
+                beat=beat,
+                every=self.options.heartbeat_s,
+                beside=ask if prompt else None,
+            )
+        await self._withdraw(req.id, gone[0])
+        return await self.gate.get(req.id)
+
+    async def _nobody_to_run_for(
+        self, ctx: ServerRequestContext[Any, Any], route: Route | None
+    ) -> str | None:
+        """Why a held call can no longer run or be received (None: it still can)."""
+        if route is not None and not await self.pool.link(route.upstream).alive():
+            return UPSTREAM_GONE
+        if await client_left(ctx):
+            return CLIENT_GONE
+        return None
 
     async def _prompt_in_client(
         self, ctx: ServerRequestContext[Any, Any], req: ApprovalRequest
@@ -323,15 +441,9 @@ class ApprovalProxy:
         self, route: Route, args: dict[str, Any], progress: ProgressChannel
     ) -> types.CallToolResult:
         progress.start_relay()
-        try:
-            return await self.pool.call(
-                route, args, progress=progress.relay, timeout=self.options.upstream_timeout_s
-            )
-        except MCPError:
-            raise  # the upstream's own protocol error passes through unchanged
-        except Exception as exc:
-            log.warning("upstream call %s failed: %s", route.listed.name, exc)
-            return refusal(texts.upstream_failed(route.listed.name, exc))
+        return await self.pool.call(
+            route, args, progress=progress.relay, timeout=self.options.upstream_timeout_s
+        )
 
     # ------------------------------------------------------------------ helpers
     def _context(self, ctx: ServerRequestContext[Any, Any], route: Route | None) -> CallContext:
@@ -356,6 +468,10 @@ def _same_call(req: ApprovalRequest, ticket: Any, params: types.CallToolRequestP
     return action.name == params.name and action.args == dict(params.arguments or {})
 
 
+def _refused(text: str) -> MCPError:
+    return MCPError(code=types.INVALID_REQUEST, message=text or "refused by signoff")
+
+
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:500]
 
@@ -363,49 +479,3 @@ def _describe(exc: BaseException) -> str:
 def _error_text(result: types.CallToolResult) -> str:
     text = " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
     return (text or "the tool returned an error")[:500]
-
-
-def build_proxy(
-    gate: Gate, upstreams: Sequence[UpstreamSpec], options: ProxyOptions | None = None
-) -> Server[ApprovalProxy]:
-    """The proxy as a low-level MCP server; serve it over stdio, HTTP or in memory."""
-    opts = options or ProxyOptions()
-    sealed = SealedStates(audience=opts.name, keys=opts.state_keys)
-
-    @asynccontextmanager
-    async def lifespan(_server: Server[ApprovalProxy]) -> AsyncIterator[ApprovalProxy]:
-        try:
-            await gate.astart()
-        except Exception as exc:  # serve anyway: gated calls are then refused with a reason
-            log.error(
-                "the store cannot be opened (%s); calls needing approval will be refused", exc
-            )
-        async with AsyncExitStack() as stack:
-            pool = UpstreamPool(upstreams)
-            await pool.connect(stack)
-            proxy = ApprovalProxy(gate, pool, opts, sealed)
-            await proxy.list_tools()
-            yield proxy
-
-    async def on_list_tools(
-        ctx: ServerRequestContext[ApprovalProxy], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await ctx.lifespan_context.list_tools())
-
-    async def on_call_tool(
-        ctx: ServerRequestContext[ApprovalProxy], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        return await ctx.lifespan_context.call_tool(ctx, params)
-
-    server: Server[ApprovalProxy] = Server(
-        opts.name,
-        version=__version__,
-        instructions="Tools behind this server need human sign-off for some calls; a call may "
-        "wait for approval. Rejections and timeouts come back as tool errors with a reason: "
-        "do not retry those calls unchanged.",
-        lifespan=lifespan,
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
-    )
-    server.middleware.append(sealed.boundary)
-    return server

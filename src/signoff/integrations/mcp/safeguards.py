@@ -5,8 +5,11 @@ reached."""
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import mcp_types as types
 
 from signoff.gate import Gate
@@ -52,6 +55,21 @@ async def withdraw(gate: Gate, request_id: str, *, actor: str, reason: str) -> N
         pass  # decided meanwhile: that outcome stands
     except Exception as exc:
         log.error("could not cancel %s: %s", request_id, exc)
+
+
+@asynccontextmanager
+async def withdrawn_on_cancel(
+    gate: Gate, request_id: str, *, actor: str, reason: str
+) -> AsyncIterator[None]:
+    """Withdraw ``request_id`` (shielded) if the block is cancelled — the client cancelled
+    or went away — so a stored request is never left pending with nobody to receive the
+    result; the cancellation then continues."""
+    try:
+        yield
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await withdraw(gate, request_id, actor=actor, reason=reason)
+        raise
 
 
 async def notification_failures(gate: Gate, req: ApprovalRequest) -> list[str]:

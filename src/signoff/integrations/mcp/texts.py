@@ -112,6 +112,35 @@ def upstream_failed(tool: str, error: object) -> str:
     )
 
 
+def upstream_down(tool: str, reason: str) -> str:
+    return (
+        f"The server behind `{tool}` is not available right now ({reason}); the tool was not "
+        "executed. It is being restarted: try again in a little while."
+    )
+
+
+def upstream_lost(tool: str) -> str:
+    return (
+        f"The server behind `{tool}` stopped during the call; it is being restarted. The call "
+        "may or may not have completed: check before retrying."
+    )
+
+
+def upstream_timeout(tool: str, seconds: float | None) -> str:
+    limit = f" within {seconds:g} s" if seconds is not None else ""
+    return (
+        f"The server behind `{tool}` did not answer{limit} (--upstream-timeout); the call was "
+        "cancelled and may or may not have completed: check before retrying."
+    )
+
+
+def upstream_unfinished(tool: str) -> str:
+    return (
+        f"The server behind `{tool}` kept asking for more input and did not finish; the "
+        "call was given up."
+    )
+
+
 def edit_note(tool: str, args: Mapping[str, Any]) -> str:
     return (
         "Note: a human reviewer edited this tool call before it ran. This was intentional and "
