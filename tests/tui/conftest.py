@@ -19,6 +19,7 @@ POLICY = """
 version: 1
 store: sqlite:///signoff.db
 people:
+  mia:   {roles: [manager]}
   bob:   {roles: [finance]}
   carol: {roles: [finance]}
   dave:  {roles: [ops]}
@@ -35,6 +36,12 @@ tools:
   pay_many:
     default: require_approval
     approvers: {roles: [finance], quorum: 2}
+  pay_vendor:
+    default: require_approval
+    approvers:
+      stages:
+        - {roles: [manager]}
+        - {roles: [finance]}
   deploy:
     default: require_approval
     approvers: {roles: [ops]}

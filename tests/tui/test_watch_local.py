@@ -283,3 +283,23 @@ async def test_a_menu_key_in_the_detail_acts_on_that_request(
         await pilot.press("1")
         await until(pilot, lambda: app.table.row_count == 0, "approved from the detail")
     assert stored(agent, req.id).calls[0].resolution == "approved"
+
+
+async def test_a_chain_shows_its_stage_and_asks_each_stage_in_turn(
+    agent: Gate, local_gate: CliGate
+) -> None:
+    req = ask(agent, "pay_vendor", {"vendor": "ACME"})
+    app = make_app(local_gate)  # bob: finance, the second stage
+    async with app.run_test(size=(200, 40)) as pilot:
+        await until(pilot, lambda: app.table.row_count == 1, "listed")
+        cells = row_text(app, req.id)
+        assert cells[5] == "stage 1 of 2: 0 of 1 manager approval"
+        assert cells[8] == "waiting for others"
+        agent.decide(req.id, [{"type": "approve"}], approver="mia", channel="web")
+        await until(pilot, lambda: row_text(app, req.id)[8] == "needs you", "stage 2 asks bob")
+        assert row_text(app, req.id)[5] == "stage 2 of 2: 0 of 1 finance approval"
+        await pilot.press("a")  # a chain cannot be stood in for by a grant
+        await until(pilot, lambda: "does not offer grant" in app.notes[-1], "refused inline")
+        await pilot.press("y")
+        await until(pilot, lambda: app.table.row_count == 0, "the chain completes")
+    assert stored(agent, req.id).calls[0].resolution == "approved"
