@@ -32,9 +32,11 @@ async def main() -> None:
             many = ask(agent, "pay_many", {"invoices": [41, 42, 43]}, principal="dave")
             agent.decide(many.id, [{"type": "approve"}], approver="carol", channel="web")
             ask(agent, "deploy", {"env": "prod"})
+            chain = ask(agent, "pay_vendor", {"vendor": "ACME", "amount": 12_000})
+            agent.decide(chain.id, [{"type": "approve"}], approver="mia", channel="web")
             app = WatchApp(LocalSource(g, "bob"), detail_view(g.policy))
-            async with app.run_test(size=(140, 16)) as pilot:
-                while app.table.row_count < 3:
+            async with app.run_test(size=(186, 14)) as pilot:
+                while app.table.row_count < 4:
                     await pilot.pause(0.05)
                 await pilot.pause(0.2)
                 app.save_screenshot(filename=OUT.name, path=str(OUT.parent))
