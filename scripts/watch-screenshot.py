@@ -14,11 +14,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from signoff import Gate, Policy  # noqa: E402
-from signoff.cli.deciding import CliGate  # noqa: E402
-from signoff.cli.watch_commands import detail_view  # noqa: E402
-from signoff.tui import LocalSource, WatchApp  # noqa: E402
-from tests.tui.conftest import POLICY, ask  # noqa: E402
+from tests.tui.conftest import POLICY, ask
+
+from signoff import Gate, Policy
+from signoff.cli.deciding import CliGate
+from signoff.cli.watch_commands import detail_view
+from signoff.tui import LocalSource, WatchApp
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "images" / "watch.svg"
 
