@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # System packages the test suite drives for real: Chromium (web inbox tests), PostgreSQL
-# (store tests), and node + npm (the reference MCP server, server-everything, fetched by
-# tests/integrations/mcp/test_everything.py into .cache/). Idempotent; installs only what is missing. Needs root and apt (Debian), as
-# on CI; elsewhere it says what to install and leaves the decision to you.
+# (store tests), node + npm (the reference MCP server, server-everything, fetched by
+# tests/integrations/mcp/test_everything.py into .cache/) and tmux (the `signoff watch`
+# end-to-end test). Idempotent; installs only what is missing. Needs root and apt
+# (Debian), as on CI; elsewhere it says what to install and leaves the decision to you.
 set -euo pipefail
 
 need=()
@@ -10,6 +11,7 @@ need=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
+[ -x /usr/bin/tmux ] || need+=(tmux)  # the signoff watch end-to-end test
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

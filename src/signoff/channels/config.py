@@ -236,6 +236,7 @@ class ConsoleConfig(_Section):
     """Print requests and outcomes to the terminal (development)."""
 
     stream: Literal["stderr", "stdout"] = "stderr"
+    interactive: bool = False  # ask the principal at the agent's own terminal (a TTY)
 
 
 class DeliveryConfig(_Section):

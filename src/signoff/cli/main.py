@@ -722,6 +722,7 @@ COMMAND_MODULES = (
     "signoff.cli.audit_commands",
     "signoff.cli.grant_commands",
     "signoff.cli.channel_commands",
+    "signoff.cli.watch_commands",
 )
 
 

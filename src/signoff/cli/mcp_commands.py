@@ -113,6 +113,14 @@ def mcp_proxy(
     ] = 30.0,
     client_timeout: ClientTimeoutOpt = None,
     no_elicitation: NoElicitOpt = False,
+    prompt_tty: Annotated[
+        bool,
+        typer.Option(
+            "--prompt-tty",
+            help="Also ask in this terminal (/dev/tty, never the MCP stdio stream) where the "
+            "rule lets the principal decide; off by default: the MCP client owns the terminal.",
+        ),
+    ] = False,
     transport: TransportOpt = "stdio",
     host: HostOpt = "127.0.0.1",
     port: PortOpt = 8767,
@@ -159,7 +167,7 @@ def mcp_proxy(
     except UpstreamError as exc:
         fail(str(exc), 2)
     token = _auth_token(auth_token, transport)
-    gate = _gate(config, yolo=yolo, non_interactive=non_interactive)
+    gate = _gate(config, yolo=yolo, non_interactive=non_interactive, prompt_tty=prompt_tty)
     wait = client_wait_s(client_timeout)
     _warn_tiers(gate, wait)
     options = ProxyOptions(
@@ -245,8 +253,11 @@ def inquiry_server(
 
 
 # ---------------------------------------------------------------------- helpers
-def _gate(config: Path | None, *, yolo: bool, non_interactive: bool) -> Gate:
+def _gate(
+    config: Path | None, *, yolo: bool, non_interactive: bool, prompt_tty: bool = False
+) -> Gate:
     from signoff.channels import LogChannel
+    from signoff.channels.console import for_mcp
     from signoff.gate import Gate
 
     if yolo and non_interactive:
@@ -260,7 +271,7 @@ def _gate(config: Path | None, *, yolo: bool, non_interactive: bool) -> Gate:
         # the flag, else $SIGNOFF_NON_INTERACTIVE, else gate.non_interactive.enabled
         interactive=False if non_interactive else None,
         auto_approve=yolo,
-        channels=[LogChannel()],
+        channels=[LogChannel(), *for_mcp(policy, prompt_tty=prompt_tty)],
     )
 
 

@@ -204,7 +204,7 @@ class Watcher(threading.Thread):
             ),
         )
         script = self.scripts.setdefault(
-            rid, list(AUTO_ANSWERS.get(key, [("r", "alice", "no script for this call")]))
+            rid, list(AUTO_ANSWERS.get(key, [("n", "alice", "no script for this call")]))
         )
         if not script:
             return

@@ -21,9 +21,9 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from signoff.channels.menu import principal_may_decide
 from signoff.gate import Gate
 from signoff.model import ApprovalRequest, Inquiry, Question
-from signoff.model.resolution import may_decide
 from signoff.model.text import inert
 
 log = logging.getLogger("signoff.mcp")
@@ -107,17 +107,9 @@ def can_elicit_form(ctx: ServerRequestContext[Any, Any]) -> bool:
 
 
 def self_approvable(gate: Gate, req: ApprovalRequest, principal: str) -> bool:
-    """Whether ``principal`` alone may approve every undecided call of ``req``."""
-    if gate.policy.people and principal not in gate.policy.people:
-        return False
-    roles = gate.policy.roles_of(principal) or frozenset(req.principal.roles)
-    for call_id in req.pending_call_ids:
-        cfg = req.config(call_id)
-        if cfg.forbid_self_approval or "approve" not in cfg.allowed_decisions:
-            return False
-        if not cfg.approvers.needs_one or may_decide(cfg, req, principal, roles) is not None:
-            return False
-    return True
+    """Whether ``principal`` alone may approve every undecided call of ``req`` (the rule the
+    console channel's interactive prompt follows too)."""
+    return principal_may_decide(gate.policy, req, principal)
 
 
 async def push(

@@ -1,0 +1,94 @@
+"""The terminal menu's keys and decision builders (shared by watch, console and demo)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from signoff import CallContext, Gate, Policy, Principal, ToolCall
+from signoff.channels import menu
+from signoff.model import ApprovalRequest, DecisionError
+from signoff.store import MemoryStore
+
+POLICY = """
+version: 1
+people:
+  erin: {roles: [dev]}
+  bob:  {roles: [finance]}
+tools:
+  transfer:
+    default: require_approval
+    approvers: {roles: [finance]}
+    allowed_decisions: [approve, edit, reject]
+    editable_args: [amount]
+  pay_many:
+    default: require_approval
+    approvers: {roles: [finance], quorum: 2}
+  deploy:
+    default: require_approval
+    approvers: {users: [erin]}
+    forbid_self_approval: false
+"""
+
+
+def request(tool: str, args: dict[str, object]) -> ApprovalRequest:
+    with Gate(Policy.from_yaml(textwrap.dedent(POLICY)), MemoryStore()) as gate:
+        ctx = CallContext(principal=Principal("erin"), agent="bot", thread="t-1")
+        req = gate.submit([ToolCall(tool, args)], ctx).request
+    assert req is not None
+    return req
+
+
+def test_keys_follow_the_deepagents_menu() -> None:
+    assert [menu.item_for(k).action for k in ("y", "1", "n", "2", "a", "3")] == [  # type: ignore[union-attr]
+        "approve", "approve", "reject", "reject", "grant", "grant",
+    ]  # fmt: skip
+    assert menu.item_for("enter") == menu.item_for("o") and menu.item_for("x") is None
+
+
+def test_offered_follows_the_review_config() -> None:
+    transfer = request("transfer", {"amount": 5, "to": "ACME"})
+    call = transfer.calls[0].tool_call_id
+    assert [i.action for i in menu.offered(transfer, call)] == [
+        "approve", "reject", "grant", "edit", "open",
+    ]  # fmt: skip
+    many = request("pay_many", {"n": 2})
+    assert "grant" not in [i.action for i in menu.offered(many, many.calls[0].tool_call_id)]
+
+
+def test_edit_refuses_a_change_to_a_fixed_argument_naming_it() -> None:
+    req = request("transfer", {"amount": 5, "to": "ACME"})
+    call = req.calls[0].tool_call_id
+    assert menu.edit(req, call, {"amount": 3, "to": "ACME"})["edited_action"]["args"] == {
+        "amount": 3, "to": "ACME",
+    }  # fmt: skip
+    with pytest.raises(DecisionError) as caught:
+        menu.edit(req, call, {"amount": 3, "to": "EVIL"})
+    assert caught.value.field == "args.to" and "to may not be edited" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [("{", "not valid JSON"), ("[1]", "one JSON object"), ('"x"', "one JSON object")],
+)
+def test_editor_text_must_be_one_json_object(text: str, says: str) -> None:
+    with pytest.raises(DecisionError, match=says):
+        menu.parse_args_json(text)
+
+
+def test_a_rejection_and_an_answer_need_text() -> None:
+    with pytest.raises(DecisionError, match="needs a reason"):
+        menu.reject("c1", "   ")
+    with pytest.raises(DecisionError, match="empty answer"):
+        menu.respond("c1", "")
+
+
+def test_who_may_decide() -> None:
+    policy = Policy.from_yaml(textwrap.dedent(POLICY))
+    deploy, transfer = request("deploy", {}), request("transfer", {"amount": 5, "to": "A"})
+    assert menu.principal_may_decide(policy, deploy, "erin")
+    assert not menu.principal_may_decide(policy, transfer, "erin")  # not in finance
+    assert menu.needs_person(transfer, "bob", ["finance"]) == [transfer.calls[0].tool_call_id]
+    assert menu.needs_person(transfer, "erin", ["dev"]) == []
+    assert menu.waiting_for(transfer).startswith("waiting for role finance (0 of 1)… deadline at ")

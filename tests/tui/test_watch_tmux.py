@@ -1,0 +1,124 @@
+"""One end-to-end run of ``signoff watch`` in a real terminal: tmux on a private socket,
+the CLI as a user starts it, keys sent as typed. The test waits on the store (a push
+wait) and on what the pane shows, never on time."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from signoff import Gate
+from tests.tui.conftest import ask
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+#: A guard against a hang, not a measurement: each look at the pane is one capture.
+LOOKS = 2000
+
+
+class Tmux:
+    def __init__(self, cwd: Path) -> None:
+        self.socket = f"signoff-test-{uuid.uuid4().hex[:8]}"
+        self.cwd = cwd
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True
+        )
+        return done.stdout
+
+    def start(self, command: list[str]) -> None:
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "40"}
+        subprocess.run(
+            ["tmux", "-L", self.socket, "new-session", "-d", "-s", "watch", "-x", "160",
+             "-y", "40", "-c", str(self.cwd), *command],
+            check=True, env=env,
+        )  # fmt: skip
+
+    def screen(self) -> str:
+        """What the pane shows ("" once the session has ended)."""
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, "capture-pane", "-p", "-t", "watch"],
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout if done.returncode == 0 else ""
+
+    def until(self, shown: Callable[[str], bool], what: str) -> str:
+        screen = ""
+        for _ in range(LOOKS):
+            screen = self.screen()
+            if shown(screen):
+                return screen
+            subprocess.run(["tmux", "-L", self.socket, "wait-for", "-S", "x"], check=False)
+        raise AssertionError(f"the terminal never showed {what}:\n{screen}")
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", "watch", *keys)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    t = Tmux(tmp_path)
+    yield t
+    t.close()
+
+
+def test_watch_in_a_real_terminal(config: Path, agent: Gate, tmux: Tmux) -> None:
+    req = ask(agent)
+    signoff = [sys.executable, "-m", "signoff", "watch", "--config", str(config), "--as", "bob"]
+    tmux.start(signoff)
+    screen = tmux.until(lambda s: "transfer_funds" in s, "the pending request")
+    assert "billing-bot → erin" in screen and "needs you" in screen
+    tmux.keys("y")
+    decided = agent.run_sync(agent.store.wait(req.id))  # pushed by the store, no polling
+    assert decided.calls[0].resolution == "approved"
+    assert decided.decisions[0].approver == "bob" and decided.decisions[0].channel == "cli"
+    tmux.until(lambda s: "Approved by bob" in s, "the note")
+    second = ask(agent, "deploy", {"env": "prod"})
+    tmux.until(lambda s: "deploy" in s and "waiting for others" in s, "the new request")
+    tmux.keys("q")
+    tmux.until(lambda s: "signoff watch" not in s, "the app quitting")
+    assert agent.run_sync(agent.get(second.id)).pending
+
+
+PROMPT_TTY_AGENT = """
+import os, sys, textwrap
+from signoff import Gate, Policy
+from signoff.channels.console import for_mcp
+
+# stdio away from the terminal, as for an MCP stdio server: only /dev/tty reaches it
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+policy = Policy.from_interrupt_on({"deploy": True})
+with Gate(policy, channels=for_mcp(policy, prompt_tty=True), interactive=True) as gate:
+    deploy = gate.guard(lambda env: f"deployed {env}", name="deploy", on_reject="return")
+    with gate.context(principal="erin", agent="mcp-client", thread="t-1"):
+        result = deploy(env="prod")
+with open(sys.argv[1], "w") as out:
+    out.write(result)
+"""
+
+
+def test_prompt_tty_asks_on_dev_tty_with_stdio_elsewhere(tmp_path: Path, tmux: Tmux) -> None:
+    result, script = tmp_path / "result.txt", tmp_path / "agent.py"
+    script.write_text(PROMPT_TTY_AGENT)
+    # started from a shell, as a user starts an MCP client; the shell waits for "done"
+    agent = f"'{sys.executable}' '{script}' '{result}'"
+    tmux.start(["sh", "-c", f"{agent}; echo agent-exited; read done"])
+    screen = tmux.until(lambda s: "your answer:" in s, "the prompt on /dev/tty")
+    assert 'deploy(env="prod")' in screen and "[y/1] approve" in screen
+    tmux.keys("y", "Enter")
+    tmux.until(lambda s: "agent-exited" in s, "the agent finishing")
+    assert result.read_text() == "deployed prod"
