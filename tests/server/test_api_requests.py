@@ -435,3 +435,16 @@ def test_inquiry_is_a_request_answered_with_respond(server: Server) -> None:
         "resolution": "responded",
         "message": "us",
     }
+
+
+def test_me_names_the_tokens_person_and_roles(server: Server) -> None:
+    r = server.client("alice").get("/v1/me")
+    assert r.status_code == 200
+    assert r.json() == {
+        "kind": "approver",
+        "name": "alice",
+        "roles": ["admin", "finance"],
+        "admin": True,
+    }
+    assert server.client("bot").get("/v1/me").json()["kind"] == "agent"
+    assert server.client().get("/v1/me").status_code == 401

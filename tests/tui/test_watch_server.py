@@ -46,7 +46,7 @@ async def test_approves_as_the_tokens_person_and_follows_events(server: Server) 
         app.table.move_cursor(row=app.table.get_row_index(first))
         await pilot.press("y")
         await until(pilot, lambda: any("Approved by bob" in n for n in app.notes), "note")
-        assert app.source.me == "bob"  # learnt from the decision the server recorded
+        assert app.source.me == "bob"  # from GET /v1/me
         server.client("carol").post(
             f"/v1/requests/{second}/decisions", json={"decisions": [{"type": "approve"}]}
         )
@@ -61,7 +61,7 @@ async def test_the_servers_refusal_shows_inline(server: Server) -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: app.table.row_count == 1, "listed")
         you = app.table.get_row(request_id)[-1]
-        assert you.plain == "?"  # the server does not say who a token is
+        assert you.plain == "waiting for others"  # GET /v1/me: frank, no role the rule asks
         await pilot.press("y")
         await until(pilot, lambda: app.notes[-1].startswith("refused:"), "refused inline")
         assert app.table.row_count == 1

@@ -29,6 +29,7 @@ from signoff.server import (
     api_audit,
     api_events,
     api_grants,
+    api_me,
     api_requests,
     hooks,
     inbox,
@@ -108,6 +109,7 @@ def create_app(
         routes=[
             *api_requests.routes,
             *api_grants.routes,
+            *api_me.routes,
             *api_events.routes,
             *api_audit.routes,
             *ops.routes,

@@ -42,6 +42,7 @@ _RESPONSES: list[type[BaseModel]] = [
     wire.DecisionOut,
     wire.GrantOut,
     wire.GrantList,
+    wire.MeOut,
     wire.EventOut,
     wire.AuditPage,
     wire.Health,
@@ -234,6 +235,14 @@ def _operations(long_poll_max: float) -> dict[str, Any]:
                 "requestBody": _body("GrantBody"),
                 "responses": _responses(201, "GrantOut", 401, 403, 422, 503),
             },
+        },
+        "/v1/me": {
+            "get": {
+                "operationId": "me",
+                "summary": "Who the credentials belong to: kind, name, roles",
+                "security": _AUTH,
+                "responses": _responses(200, "MeOut", 401, 503),
+            }
         },
         "/v1/grants/{id}": {
             "delete": {

@@ -231,6 +231,15 @@ class GrantList(BaseModel):
     grants: list[GrantOut]
 
 
+class MeOut(BaseModel):
+    """``GET /v1/me``: who the credentials belong to."""
+
+    kind: Literal["agent", "approver"]
+    name: str
+    roles: list[str]
+    admin: bool
+
+
 class DecisionOut(RequestOut):
     """``POST /v1/requests/{id}/decisions``: the request, plus the grants this POST created
     (approve decisions with a ``scope`` other than ``call``); empty otherwise."""

@@ -156,14 +156,18 @@ class ServerSource:
 
     def __init__(self, api: ApiClient, url: str, policy: Policy | None = None) -> None:
         self.api = api
-        self.me: str | None = None  # learnt from the first decision the server records
+        self.me: str | None = None  # from GET /v1/me (or the first decision recorded)
+        self.roles: frozenset[str] | None = None
         self.policy = policy
         self.where = url
         self.granted: list[str] = []
         self._tracked: set[str] = set()
 
     async def open(self) -> None:
-        return None  # the event stream connects in changes(), then re-reads what it tracks
+        """Learn who the token is (the event stream connects in changes())."""
+        with contextlib.suppress(SignoffError):  # an older server: learnt from a decision
+            who = await self.api.call("GET", "/v1/me", retry=True)
+            self.me, self.roles = str(who["name"]), frozenset(who.get("roles") or ())
 
     def track(self, request_id: str) -> None:
         self._tracked.add(request_id)
@@ -254,9 +258,13 @@ class ServerSource:
         return (httpx.HTTPError,)
 
     def needs_me(self, req: ApprovalRequest) -> list[str] | None:
-        """Known only with the token's person (after a first decision) and their roles (from
-        a local copy of the policy, ``--config``); else None — the server still decides."""
-        if self.me is None or self.policy is None:
+        """From the token's person and roles (``GET /v1/me``; with an older server, the first
+        decision's approver and ``--config``'s roles); else None — the server still decides."""
+        if self.me is None:
+            return None
+        if self.roles is not None:
+            return menu.needs_person(req, self.me, self.roles)
+        if self.policy is None:
             return None
         return menu.needs_person(req, self.me, self.policy.roles_of(self.me))
 
