@@ -121,12 +121,30 @@ def test_the_principal_approves_at_their_own_terminal(gate: Gate, term: Pty) -> 
     join = in_agent_thread(gate, "deploy", env="prod")
     shown = term.expect("your answer: ")
     assert "Deploy prod" in shown and "[y/1] approve" in shown and "[n/2] reject" in shown
-    assert "[a/3]" not in shown  # a grant needs its scope shown: signoff watch
+    assert "[a/3]" in shown  # approve and grant, confirmed after its exact scope is shown
     term.type("y")
     assert join() == "ran deploy {'env': 'prod'}"
     term.expect("✅ Approved by erin")  # the outcome line, on the same terminal
     decided = gate.run_sync(gate.alist(status="resolved"))[0]
     assert decided.decisions[0].approver == "erin" and decided.decisions[0].channel == "console"
+
+
+def test_a_grant_shows_its_exact_scope_and_needs_a_confirmation(gate: Gate, term: Pty) -> None:
+    join = in_agent_thread(gate, "deploy", env="prod")
+    term.expect("your answer: ")
+    term.type("a")
+    shown = term.expect("confirm? [y/N]: ")
+    assert "this also approves: " in shown and "deploy" in shown and "t-1" in shown
+    term.type("")  # not confirmed: nothing granted, asked again
+    term.expect("not granted")
+    term.expect("your answer: ")
+    term.type("3")
+    term.expect("confirm? [y/N]: ")
+    term.type("y")
+    assert join() == "ran deploy {'env': 'prod'}"
+    assert len(gate.list_grants()) == 1
+    # the next deploy on the same thread needs nobody
+    assert in_agent_thread(gate, "deploy", env="staging")() == "ran deploy {'env': 'staging'}"
 
 
 def test_reject_asks_for_the_reason(gate: Gate, term: Pty) -> None:

@@ -151,11 +151,10 @@ class TerminalPrompt:
 
     def _menu(self, ask: _Ask, req: ApprovalRequest, principal: str) -> None:
         call_id = req.pending_call_ids[0] if len(req.pending_call_ids) == 1 else None
-        # A grant needs its scope and expiry shown and confirmed: that is `signoff watch`.
         if call_id is None:
             items = [i for i in menu.MENU if i.action in ("approve", "reject", "open")]
         else:
-            items = [i for i in menu.offered(req, call_id) if i.action != "grant"]
+            items = menu.offered(req, call_id)
         while True:
             self.terminal.write(f"{PREFIX}   {menu.menu_line(items)}\n{PREFIX} your answer: ")
             key = self._line()
@@ -183,6 +182,14 @@ class TerminalPrompt:
             return None
         if action == "approve":
             return [menu.approve(c) for c in ids]
+        if action == "grant" and call_id:
+            # The exact scope and expiry first, then a confirmation (as in `signoff watch`).
+            statement = ask.gate.grant_preview(req, call_id, req.principal.id)
+            write(f"{PREFIX}   this also approves: {inert(statement)}\n{PREFIX} confirm? [y/N]: ")
+            if self._line().strip().lower() not in ("y", "yes"):
+                write(f"{PREFIX}   not granted\n")
+                return None
+            return [menu.grant(call_id)]
         if action == "reject":
             write(f"{PREFIX} reason (the agent sees it): ")
             reason = self._line()

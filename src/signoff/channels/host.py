@@ -37,6 +37,8 @@ class GateHandle(Protocol):
 
     async def get(self, request_id: str) -> ApprovalRequest: ...
 
+    def grant_preview(self, req: ApprovalRequest, call_id: str, approver: str) -> str: ...
+
     async def adecide(
         self,
         request_id: str,

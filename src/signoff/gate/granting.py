@@ -211,6 +211,14 @@ class GrantMethods:
     store: Store
     grant_cache: GrantCache
 
+    def grant_preview(self, req: ApprovalRequest, call_id: str, approver: str) -> str:
+        """The sentence of the grant that approving ``call_id`` "for this thread" would create
+        (its exact scope and expiry), for a surface to show before the approver confirms.
+        Raises the gate's error where the policy forbids such a grant."""
+        gate: Gate = self  # type: ignore[assignment]
+        scope = GrantRequest(kind="thread")
+        return grant_from_decision(gate, req, call_id, scope, approver, None, "decision").describe()
+
     async def agrant(self, **options: Any) -> Grant:
         """Create a grant (see :func:`new_grant` for the options); checks who may create it."""
         gate: Gate = self  # type: ignore[assignment]
