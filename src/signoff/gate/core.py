@@ -230,6 +230,12 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
             audit_verdict(self.store, call, ctx, settled, self.redaction)
         return settled
 
+    async def ajudge_all(
+        self, calls: Sequence[ToolCall], ctx: CallContext, verdicts: Sequence[Verdict]
+    ) -> list[Verdict]:
+        """:meth:`ajudge` for each call of a step (verdicts with no pending judge as they are)."""
+        return [await self.ajudge(c, ctx, v) for c, v in zip(calls, verdicts, strict=True)]
+
     def judge(self, call: ToolCall, ctx: CallContext, verdict: Verdict) -> Verdict:
         """Sync twin of :meth:`ajudge` (for sync callers; blocks while the judge answers)."""
         if not verdict.judge_pending:

@@ -100,7 +100,7 @@ async def submit_checked(
     restarted agent asks again, so the lookup costs nothing on later steps."""
     check_call_count(calls, gate.limits)
     if any(v.judge_pending for v in verdicts):  # checked with gate.check(): judge them now
-        verdicts = [await gate.ajudge(c, ctx, v) for c, v in zip(calls, verdicts, strict=True)]
+        verdicts = await gate.ajudge_all(calls, ctx, verdicts)
     sub = Submission(calls, verdicts)
     review = [(c, v) for c, v in zip(calls, verdicts, strict=True) if v.needs_approval]
     if not review:

@@ -53,7 +53,7 @@ from signoff.integrations.langchain._paused import (
     recheck,
     stored_request,
 )
-from signoff.integrations.langchain._review import Reviewed, Where, judged, step_context, where
+from signoff.integrations.langchain._review import Reviewed, Where, step_context, where
 from signoff.integrations.langchain._settings import Settings
 from signoff.integrations.langchain.shapes import hitl_request
 from signoff.model import ApprovalRequest, DecisionError, SignoffError, ToolCall, Verdict, new_id
@@ -112,7 +112,7 @@ def _review_step(
     ids = [scoped(ai, c["id"] or "") for c in calls]
     verdicts = [s.reviewer.verdict(c, ctx, request, i, ai) for c, i in zip(calls, ids, strict=True)]
     if any(v.judge_pending for v in verdicts):  # intent judges answer before anything runs
-        verdicts = yield Io(judged(s.gate, _tool_calls(calls, ids), ctx, verdicts))
+        verdicts = yield Io(s.gate.ajudge_all(_tool_calls(calls, ids), ctx, verdicts))
     if not any(v.needs_approval for v in verdicts):
         for call, call_id, verdict in zip(calls, ids, verdicts, strict=True):
             s.memory.put(place.thread, call_id, Reviewed(call["name"], call["args"], verdict, ctx))

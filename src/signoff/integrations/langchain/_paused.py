@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from signoff.gate import Gate
 from signoff.integrations.langchain import _messages as msgs
 from signoff.integrations.langchain._ids import scoped
-from signoff.integrations.langchain._review import Where, judged, step_context
+from signoff.integrations.langchain._review import Where, step_context
 from signoff.integrations.langchain._settings import Settings
 from signoff.model import ApprovalRequest, NotFound, ToolCall, Verdict, utcnow
 
@@ -97,7 +97,7 @@ async def recheck(
         s.reviewer.verdict(c, ctx, request, i, paused.ai) for c, i in zip(held, ids, strict=True)
     ]
     calls = [ToolCall(c["name"], c["args"], id=i) for c, i in zip(held, ids, strict=True)]
-    verdicts = await judged(s.gate, calls, ctx, verdicts)
+    verdicts = await s.gate.ajudge_all(calls, ctx, verdicts)
     req = None
     if any(v.needs_approval for v in verdicts):
         submission = await s.gate.asubmit_checked(

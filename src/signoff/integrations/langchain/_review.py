@@ -127,13 +127,6 @@ def _text(content: Any) -> str:
     return " ".join(p for p in parts if p)[:_TEXT_LIMIT]
 
 
-async def judged(
-    gate: Gate, calls: Sequence[ToolCall], ctx: CallContext, verdicts: Sequence[Verdict]
-) -> list[Verdict]:
-    """The verdicts with every pending intent judge answered (see ``Gate.ajudge``)."""
-    return [await gate.ajudge(c, ctx, v) for c, v in zip(calls, verdicts, strict=True)]
-
-
 class StepReviewer:
     """Verdicts for a model step's tool calls: schema → policy → ``when`` → description."""
 
