@@ -148,3 +148,23 @@ async def until(predicate: Callable[[], Awaitable[bool]], timeout: float = 10.0)
     with anyio.fail_after(timeout):
         while not await predicate():
             await anyio.sleep(0.01)
+
+
+async def abandon_when(
+    call: Callable[[], Awaitable[Any]], ready: Callable[[], Awaitable[Any]]
+) -> None:
+    """Start `call`, and give it up (the SDK sends notifications/cancelled) once `ready` returns.
+
+    Tests of cancellation must not abandon on a fixed client timeout: on a slow machine that
+    fires before the server has stored or started anything.
+    """
+    async with anyio.create_task_group() as tg:
+        scope = anyio.CancelScope()
+
+        async def run() -> None:
+            with scope:
+                await call()
+
+        tg.start_soon(run)
+        await ready()
+        scope.cancel()
