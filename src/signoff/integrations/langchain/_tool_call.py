@@ -24,6 +24,7 @@ from signoff.integrations.langchain._ids import scoped
 from signoff.integrations.langchain._review import Reviewed, Where, step_context, where
 from signoff.integrations.langchain._settings import Settings
 from signoff.model import AlreadyExecuted, ApprovalRequest, ToolCall, Verdict
+from signoff.policy.redact import mask
 
 ToolResult = ToolMessage | Command[Any]
 
@@ -92,7 +93,8 @@ def _run_reviewed(
     yield Io(s.gate.afinish(req.id, call_id, error=error))
     s.gate.record_execution(ToolCall(call["name"], final, id=call_id), seen.ctx)
     if edited and s.edit_notice:
-        return msgs.with_edit_notice(result, call["id"] or "", call["name"], final, s.edit_notice)
+        shown = mask(final, s.gate.policy.secret_keys)  # the model never reads a secret back
+        return msgs.with_edit_notice(result, call["id"] or "", call["name"], shown, s.edit_notice)
     return result  # type: ignore[no-any-return]
 
 
