@@ -80,3 +80,15 @@ def test_the_inbox_shows_the_stage_and_offers_approve_only_to_it(srv: Server) ->
     assert "stage 2 of 2: 0 of 2 finance approvals" in page and "btn-approve" in page
     alice = sign_in(srv, "alice")
     assert "btn-approve" not in alice.get(f"/requests/{rid}").text  # she counted already
+
+
+def test_needs_you_marks_only_the_stage_now_asked(srv: Server) -> None:
+    pending(srv)
+    bob, alice = sign_in(srv, "bob"), sign_in(srv, "alice")
+    assert "needs you" not in bob.get("/inbox").text  # finance may reject, but waits for stage 1
+    assert "needs you" in alice.get("/inbox").text
+    r = srv.submit([{"id": "call_2", "name": "pay_invoice", "args": {"amount": 20}}])
+    srv.client("alice").post(
+        f"/v1/requests/{r.json()['id']}/decisions", json={"decisions": [{"type": "approve"}]}
+    )
+    assert bob.get("/inbox").text.count("needs you") == 1  # the request now at stage 2

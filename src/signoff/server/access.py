@@ -42,6 +42,22 @@ def decidable_calls(who: Identity, req: ApprovalRequest) -> set[str]:
     return out
 
 
+def awaits_approval(who: Identity, req: ApprovalRequest) -> bool:
+    """Whether ``who`` could approve some call now — the inbox's "needs you". Narrower than
+    :func:`decidable_calls`: a later stage of a chain, or a requester who may only reject
+    their own call, may reject now but is not the one the call waits for."""
+    for call_id in decidable_calls(who, req):
+        cfg, call = req.config(call_id), req.call(call_id)
+        if is_self_approval(cfg, req, who.name, who.key):
+            continue
+        if cfg.approvers.chained and chains.refusal(
+            cfg, call, who.name, who.roles, escalated=req.escalated, key=who.key
+        ):
+            continue
+        return True
+    return False
+
+
 def self_approval_only_reject(who: Identity, req: ApprovalRequest, tool_call_id: str) -> bool:
     """The requester may reject their own call but not approve, edit or answer it."""
     return is_self_approval(req.config(tool_call_id), req, who.name, who.key)

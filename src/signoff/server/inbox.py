@@ -18,7 +18,7 @@ from starlette.routing import Route
 from signoff.gate.granting import grant_from_decision
 from signoff.model import ApprovalRequest, NotFound, RequestQuarantined, SignoffError, chains
 from signoff.model.grants import GrantRequest
-from signoff.server.access import decidable_calls, may_see
+from signoff.server.access import awaits_approval, decidable_calls, may_see
 from signoff.server.actions import decide
 from signoff.server.api_audit import Visibility, audit_query
 from signoff.server.bodies import query_choice, query_text
@@ -97,7 +97,7 @@ def _row(req: ApprovalRequest, who: Identity) -> dict[str, Any]:
         "tools": ", ".join(dict.fromkeys(a.name for a in req.action_requests)),
         "summary": "; ".join(a.description or a.name for a in req.action_requests),
         "risk": max(risks, key=order.index) if risks else None,
-        "needs_me": bool(decidable_calls(who, req)),
+        "needs_me": awaits_approval(who, req),
         "approvals": sum(len(c.approvals) for c in req.calls),
         "quorum": sum(c.quorum for c in req.calls),
         "progress": "; ".join(
