@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from signoff import CallContext, Gate, Policy, Principal, ToolCall
@@ -92,8 +93,11 @@ def ask(
 async def until(pilot: Pilot[Any], condition: Callable[[], object], what: str) -> None:
     """Let the app run until ``condition`` holds."""
     for _ in range(ROUNDS):
-        if condition():
-            return
+        try:
+            if condition():
+                return
+        except NoMatches:  # the widget it reads is not mounted yet
+            pass
         await pilot.pause(0.01)
     notes = getattr(pilot.app, "notes", None)
     raise AssertionError(f"never happened: {what} (notes: {notes})")

@@ -127,8 +127,8 @@ class WatchApp(App[None]):
         self.notes: list[str] = []  # every note shown, newest last (what tests read)
         self.inbox = InboxScreen()
 
-    def on_mount(self) -> None:
-        self.push_screen(self.inbox)
+    async def on_mount(self) -> None:
+        await self.push_screen(self.inbox)  # mounted before anything draws into it
         self.load()
         self.set_interval(1.0, self.tick)
 
