@@ -71,7 +71,9 @@ async def _measure(store: Store, agents: int, cycles: int, warmup: int) -> dict[
         crew = [Agent(gate, f"a{k}") for k in range(agents)]
         each = cycles // agents
         start = time.perf_counter()
+        cpu_start = time.process_time()
         await asyncio.gather(*(a.run(k * each, each) for k, a in enumerate(crew)))
+        cpu = time.process_time() - cpu_start
         elapsed = time.perf_counter() - start
         stats = gate.store.stats()
     finally:
@@ -85,6 +87,8 @@ async def _measure(store: Store, agents: int, cycles: int, warmup: int) -> dict[
         "cycles": done,
         "seconds": round(elapsed, 3),
         "cycles_per_s": round(done / elapsed, 1),
+        # the whole process's CPU (every thread: event loop, writer, portal) per cycle
+        "cpu_ms_per_cycle": round(cpu * 1000 / done, 3),
         "cycle_latency_ms": summarize([ms for a in crew for ms in a.cycle_ms], 3),
         "executions": executed,
         # SQLite: one transaction per group commit; writer time per job is the writer thread's
@@ -188,6 +192,7 @@ def rows(result: dict[str, Any]) -> list[Row]:
                 f"cycle p50 {fmt(r['cycle_latency_ms']['median'], 'ms')}, p99 "
                 f"{fmt(r['cycle_latency_ms']['p99'], 'ms')}"
             )
+            note += f"; CPU {fmt(r['cpu_ms_per_cycle'], 'ms', 3)}/cycle"
             if r.get("writer_ms_per_job") is not None:
                 note += (
                     f"; writer {fmt(r['writer_ms_per_job'], 'ms', 3)}/write, "
