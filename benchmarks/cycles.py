@@ -95,6 +95,8 @@ async def _measure(store: Store, agents: int, cycles: int, warmup: int) -> dict[
         # busy time (statements, Python, COMMIT) divided by the jobs it ran
         "mean_transaction_ms": stats.get("mean_transaction_ms"),
         "writer_ms_per_job": stats.get("writer_ms_per_job"),
+        # the writer thread's CPU time per job (no GIL or disk waits): what Python costs it
+        "writer_cpu_ms_per_job": stats.get("writer_cpu_ms_per_job"),
         "mean_group_size": stats.get("mean_group_size"),
         "jobs_per_cycle": round(stats["jobs"] / (done + warmup), 2) if "jobs" in stats else None,
     }
@@ -195,7 +197,8 @@ def rows(result: dict[str, Any]) -> list[Row]:
             note += f"; CPU {fmt(r['cpu_ms_per_cycle'], 'ms', 3)}/cycle"
             if r.get("writer_ms_per_job") is not None:
                 note += (
-                    f"; writer {fmt(r['writer_ms_per_job'], 'ms', 3)}/write, "
+                    f"; writer {fmt(r['writer_ms_per_job'], 'ms', 3)}/write "
+                    f"({fmt(r['writer_cpu_ms_per_job'], 'ms', 3)} of it CPU), "
                     f"{r['mean_group_size']} writes per COMMIT"
                 )
             out.append(
