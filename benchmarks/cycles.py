@@ -198,7 +198,7 @@ def rows(result: dict[str, Any]) -> list[Row]:
             if r.get("writer_ms_per_job") is not None:
                 note += (
                     f"; writer {fmt(r['writer_ms_per_job'], 'ms', 3)}/write "
-                    f"({fmt(r['writer_cpu_ms_per_job'], 'ms', 3)} of it CPU), "
+                    f"({fmt(r.get('writer_cpu_ms_per_job') or 0.0, 'ms', 3)} of it CPU), "
                     f"{r['mean_group_size']} writes per COMMIT"
                 )
             out.append(
