@@ -71,7 +71,9 @@ async def _measure(store: Store, agents: int, cycles: int, warmup: int) -> dict[
         crew = [Agent(gate, f"a{k}") for k in range(agents)]
         each = cycles // agents
         start = time.perf_counter()
+        cpu_start = time.process_time()
         await asyncio.gather(*(a.run(k * each, each) for k, a in enumerate(crew)))
+        cpu = time.process_time() - cpu_start
         elapsed = time.perf_counter() - start
         stats = gate.store.stats()
     finally:
@@ -85,12 +87,16 @@ async def _measure(store: Store, agents: int, cycles: int, warmup: int) -> dict[
         "cycles": done,
         "seconds": round(elapsed, 3),
         "cycles_per_s": round(done / elapsed, 1),
+        # the whole process's CPU (every thread: event loop, writer, portal) per cycle
+        "cpu_ms_per_cycle": round(cpu * 1000 / done, 3),
         "cycle_latency_ms": summarize([ms for a in crew for ms in a.cycle_ms], 3),
         "executions": executed,
         # SQLite: one transaction per group commit; writer time per job is the writer thread's
         # busy time (statements, Python, COMMIT) divided by the jobs it ran
         "mean_transaction_ms": stats.get("mean_transaction_ms"),
         "writer_ms_per_job": stats.get("writer_ms_per_job"),
+        # the writer thread's CPU time per job (no GIL or disk waits): what Python costs it
+        "writer_cpu_ms_per_job": stats.get("writer_cpu_ms_per_job"),
         "mean_group_size": stats.get("mean_group_size"),
         "jobs_per_cycle": round(stats["jobs"] / (done + warmup), 2) if "jobs" in stats else None,
     }
@@ -188,9 +194,11 @@ def rows(result: dict[str, Any]) -> list[Row]:
                 f"cycle p50 {fmt(r['cycle_latency_ms']['median'], 'ms')}, p99 "
                 f"{fmt(r['cycle_latency_ms']['p99'], 'ms')}"
             )
+            note += f"; CPU {fmt(r['cpu_ms_per_cycle'], 'ms', 3)}/cycle"
             if r.get("writer_ms_per_job") is not None:
                 note += (
-                    f"; writer {fmt(r['writer_ms_per_job'], 'ms', 3)}/write, "
+                    f"; writer {fmt(r['writer_ms_per_job'], 'ms', 3)}/write "
+                    f"({fmt(r.get('writer_cpu_ms_per_job') or 0.0, 'ms', 3)} of it CPU), "
                     f"{r['mean_group_size']} writes per COMMIT"
                 )
             out.append(

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from signoff.model import chains
+from signoff.model._clone import clone
 from signoff.model.grants import GrantRequest
 from signoff.model.identity import PersonKey, person_key, same_person
 from signoff.model.inquiries import Answers, Inquiry
@@ -352,9 +353,10 @@ class ApprovalRequest(_Model):
         return self.model_dump(mode="json")
 
     def copy_for_update(self) -> ApprovalRequest:
-        """An independent copy to mutate. A dump/validate round trip is ~9x cheaper than
-        ``model_copy(deep=True)`` (13 vs 116 µs) and copies every container we mutate."""
-        return ApprovalRequest.model_validate(self.model_dump())
+        """An independent copy to mutate: every container copied, nothing re-validated (the
+        request is valid already). Measured 28 µs against 50 µs for a dump/validate round
+        trip and ~116 µs for ``model_copy(deep=True)`` (``model/_clone.py``)."""
+        return clone(self)
 
 
 def deadline_after(start: datetime, seconds: float) -> datetime:

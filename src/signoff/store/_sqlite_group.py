@@ -18,9 +18,10 @@ COMMIT``:
   transaction, not the statement), or the COMMIT fails, every job of the group that had
   succeeded is answered with that error instead: nothing of it was written.
 
-The audit chain's head (``seq``, ``prev_hash``) is read inside the transaction by each append,
-so a rolled-back savepoint or group leaves it where the database has it: no cached copy to
-restore.
+The audit chain's head (``seq``, ``prev_hash``) is read inside the transaction by the group's
+first append and kept for the next ones (:class:`~._sqlite_rows.ChainHead`); a rolled-back
+savepoint or transaction forgets it, so the next append reads it again where the database
+has it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from signoff.model import StoreError
+from signoff.store import _sqlite_rows as rows
 
 log = logging.getLogger("signoff.store")
 
@@ -108,6 +110,7 @@ class Group:
         self._savepoints = not alone  # ``alone``: this group will run exactly one job
         self._outcomes: list[_Outcome] = []
         self._running: _Outcome | None = None
+        self._chain = rows.track_chain_head(conn)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once the running job's work is committed (never if it is not)."""
@@ -124,6 +127,7 @@ class Group:
         self._outcomes.append(outcome)
         try:
             if not self.conn.in_transaction:  # the first job, or SQLite ended the group
+                self._chain.forget()
                 with self._errors("starting a write transaction"):
                     self.conn.execute("BEGIN IMMEDIATE")
             if self._savepoints:
@@ -144,6 +148,7 @@ class Group:
         return outcome.error
 
     def _undo(self, exc: BaseException) -> None:
+        self._chain.forget()  # the job's audit rows (if any) are rolled back
         if not self._savepoints:
             self._rollback()  # the job was the whole transaction
             return
@@ -158,6 +163,7 @@ class Group:
         self._lose(exc)  # SQLite rolled the whole transaction back: earlier jobs' work too
 
     def _rollback(self) -> None:
+        self._chain.forget()
         if self.conn.in_transaction:
             try:
                 self.conn.execute("ROLLBACK")
@@ -166,6 +172,7 @@ class Group:
 
     def _lose(self, cause: BaseException) -> None:
         """Every job that had succeeded so far was rolled back with the transaction."""
+        self._chain.forget()
         for outcome in self._outcomes:
             if outcome.error is None:
                 outcome.error = StoreError(
@@ -176,6 +183,7 @@ class Group:
 
     def commit(self) -> bool:
         """COMMIT; False when nothing of the group was written. Answers nobody yet."""
+        rows.untrack_chain_head(self.conn)  # the head is the database's again after this
         if not self.conn.in_transaction:
             return True
         try:

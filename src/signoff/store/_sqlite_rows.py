@@ -271,6 +271,37 @@ def docs_by_id(conn: sqlite3.Connection, ids: list[str]) -> dict[str, ApprovalRe
 
 
 # ---------------------------------------------------------------- audit
+class ChainHead:
+    """The audit chain's last ``(seq, hash)`` as the open write transaction has it.
+
+    A group commit registers one for its connection (:func:`track_chain_head`) so its jobs
+    read the head from the database once, not once each; it is forgotten whenever a job's
+    savepoint or the transaction rolls back, and dropped with the transaction (another
+    process can append only after our COMMIT, and the next group reads the head again).
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: tuple[int, str] | None = None
+
+    def forget(self) -> None:
+        self.value = None
+
+
+_chain_heads: dict[sqlite3.Connection, ChainHead] = {}
+
+
+def track_chain_head(conn: sqlite3.Connection) -> ChainHead:
+    """Keep the chain head of ``conn``'s open transaction until :func:`untrack_chain_head`."""
+    head = _chain_heads[conn] = ChainHead()
+    return head
+
+
+def untrack_chain_head(conn: sqlite3.Connection) -> None:
+    _chain_heads.pop(conn, None)
+
+
 def insert_audit(conn: sqlite3.Connection, events: list[AuditEvent], origin: str) -> None:
     """Chain ``events`` after the last row *inside this transaction*.
 
@@ -279,13 +310,21 @@ def insert_audit(conn: sqlite3.Connection, events: list[AuditEvent], origin: str
     """
     if not events:
         return
-    last = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-    last_seq, last_hash = (int(last[0]), str(last[1])) if last else (0, GENESIS_HASH)
+    head = _chain_heads.get(conn)
+    known = head.value if head is not None else None
+    if known is None:
+        last = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        known = (int(last[0]), str(last[1])) if last else (0, GENESIS_HASH)
+    sealed = seal_rows(events, *known)
+    if head is not None:
+        head.forget()  # until the rows are in: a failed insert leaves nothing to trust
     conn.executemany(
         f"INSERT INTO audit ({AUDIT_COLUMNS}, origin) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(*row, origin) for row in seal_rows(events, last_seq, last_hash)],
+        [(*row, origin) for row in sealed],
     )
+    if head is not None:
+        head.value = (sealed[-1].seq, sealed[-1].hash)
 
 
 def to_record(row: tuple[Any, ...]) -> AuditRecord:

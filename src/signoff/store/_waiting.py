@@ -96,6 +96,9 @@ class Waiters:
         fut: asyncio.Future[ApprovalRequest],
         value: ApprovalRequest | BaseException,
     ) -> None:
+        if asyncio._get_running_loop() is loop:  # woken from its own loop (MemoryStore)
+            loop.call_soon(_settle, fut, value)  # no self-pipe write, no extra wake-up
+            return
         with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
             loop.call_soon_threadsafe(_settle, fut, value)
 

@@ -146,6 +146,35 @@ class SealedRow(NamedTuple):
         )
 
 
+_JSON_SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+
+
+def _json_plain(value: Any) -> bool:
+    """Only JSON's own types, every dict key a string: the canonical text of such a value is
+    the canonical text of its stored (re-read) form, so it needs no round trip."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _json_plain(v) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(_json_plain(v) for v in value)
+    return kind in _JSON_SCALARS
+
+
+def _canonical_data(data: Mapping[str, Any]) -> str:
+    """The canonical text of ``data`` in its JSON-native form (what is stored and hashed).
+
+    Anything else (datetimes, enums, models, non-string keys, whose order can change once
+    they are strings) takes the round trip through :func:`json_native`.
+    """
+    if not data:
+        return "{}"
+    try:
+        plain = _json_plain(data)
+    except RecursionError:
+        plain = False
+    return canonical_json(data if plain else json_native(data))
+
+
 def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
     """Give ``event`` its place in the chain: sequence number, link and hash.
 
@@ -154,7 +183,7 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
     ``agent``, ``at``, ``data``, then the rest.
     """
     at = iso_utc(event.at)
-    data = canonical_json(json_native(event.data)) if event.data else "{}"
+    data = _canonical_data(event.data)
     head = _CANONICAL.encode({"actor": event.actor, "agent": event.agent, "at": at})
     tail = _CANONICAL.encode(
         {

@@ -30,7 +30,7 @@ from signoff.store import _grants
 from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
 from signoff.store._outbox_memory import MemoryOutbox
 from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
-from signoff.store.audit import GENESIS_HASH, iso_utc, seal_all, verify_chain
+from signoff.store.audit import GENESIS_HASH, SealedRow, iso_utc, seal_rows, verify_chain
 from signoff.store.base import (
     AuditQuery,
     ChangeListener,
@@ -58,7 +58,9 @@ class MemoryStore(MemoryOutbox):
         self._grants_noted: set[str] = set()  # grant ids whose expiry was audited
         self._grants_version = 0
         self._salt = os.urandom(32)  # keys secret-argument digests without an audit.key
-        self._audit: list[AuditRecord] = []
+        # sealed rows as the durable stores keep them (text timestamps and data); turned into
+        # AuditRecords only when read, so a write does not parse back what it just serialized
+        self._audit: list[SealedRow] = []
         self._queued: deque[AuditEvent] = deque()
         self._waiters = Waiters()
         self._listeners = Listeners()
@@ -319,7 +321,7 @@ class MemoryStore(MemoryOutbox):
         with self._lock:
             self._flush_locked()
             rows = [r for r in self._audit if r.seq > query.after_seq and _matches(r, query)]
-        return rows[: query.limit]
+        return [r.record() for r in rows[: query.limit]]
 
     async def audit_head(self) -> tuple[int, str]:
         with self._lock:
@@ -330,7 +332,7 @@ class MemoryStore(MemoryOutbox):
         with self._lock:
             self._flush_locked()
             rows = list(self._audit)
-        return verify_chain(rows)
+        return verify_chain([r.record() for r in rows])
 
     async def count_events(
         self,
@@ -350,7 +352,7 @@ class MemoryStore(MemoryOutbox):
                 for r in self._audit
                 if r.event == event
                 and r.tool == tool
-                and iso_utc(r.at) >= iso_utc(since)
+                and r.at >= iso_utc(since)
                 and (by is None or getattr(r, by) == value)
             )
 
@@ -376,7 +378,7 @@ class MemoryStore(MemoryOutbox):
         last_seq, last_hash = (
             (self._audit[-1].seq, self._audit[-1].hash) if self._audit else (0, GENESIS_HASH)
         )
-        self._audit.extend(seal_all(events, last_seq, last_hash))
+        self._audit.extend(seal_rows(events, last_seq, last_hash))
 
     def _store_grants_locked(self, grants: Sequence[Grant]) -> None:
         for grant in grants:
@@ -392,13 +394,13 @@ class MemoryStore(MemoryOutbox):
             self._append_locked(events)
 
 
-def _matches(record: AuditRecord, query: AuditQuery) -> bool:
+def _matches(record: SealedRow, query: AuditQuery) -> bool:
     return (
         (query.request_id is None or record.request_id == query.request_id)
         and (query.thread is None or record.thread == query.thread)
         and (query.tool is None or record.tool == query.tool)
         and (query.event is None or record.event == query.event)
         and (query.actor is None or record.actor == query.actor)
-        and (query.since is None or iso_utc(record.at) >= iso_utc(query.since))
-        and (query.until is None or iso_utc(record.at) < iso_utc(query.until))
+        and (query.since is None or record.at >= iso_utc(query.since))
+        and (query.until is None or record.at < iso_utc(query.until))
     )

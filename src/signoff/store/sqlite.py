@@ -753,6 +753,7 @@ class SQLiteStore:
             "jobs": jobs,
             "mean_transaction_ms": round(1000 * writer.busy_s / groups, 3) if groups else None,
             "writer_ms_per_job": round(1000 * writer.busy_s / jobs, 3) if jobs else None,
+            "writer_cpu_ms_per_job": round(1000 * writer.busy_cpu_s / jobs, 3) if jobs else None,
             "mean_group_size": round(jobs / groups, 2) if groups else None,
             "audit_queued": self._writer.queued_audit,
             "audit_batches": self._writer.batches,
