@@ -19,9 +19,13 @@ T = TypeVar("T")
 
 @dataclass(slots=True)
 class Io:
-    """Await ``coro`` (a store or gate operation) and send back its result."""
+    """Await ``coro`` (a store or gate operation) and send back its result.
+
+    ``waits``: it may wait for something outside (a human's decision), so the sync driver
+    always runs it on the gate's loop thread, never inline."""
 
     coro: Coroutine[Any, Any, Any]
+    waits: bool = False
 
 
 @dataclass(slots=True)
@@ -35,10 +39,12 @@ Effect = Io | Next
 Flow = Generator[Effect, Any, T]
 
 
-def drive(
-    flow: Flow[T], handler: Callable[[Any], Any], run_io: Callable[[Coroutine[Any, Any, Any]], Any]
-) -> T:
-    """Run ``flow`` synchronously: ``Io`` through ``run_io``, ``Next`` through ``handler``."""
+RunIo = Callable[[Coroutine[Any, Any, Any], bool], Any]
+
+
+def drive(flow: Flow[T], handler: Callable[[Any], Any], run_io: RunIo) -> T:
+    """Run ``flow`` synchronously: ``Io`` through ``run_io(coro, waits)``, ``Next`` through
+    ``handler``."""
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -48,7 +54,10 @@ def drive(
             return done.value  # type: ignore[no-any-return]
         value, error = None, None
         try:
-            value = run_io(effect.coro) if isinstance(effect, Io) else handler(effect.request)
+            if isinstance(effect, Io):
+                value = run_io(effect.coro, effect.waits)
+            else:
+                value = handler(effect.request)
         except Exception as exc:
             error = exc
 

@@ -7,6 +7,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from signoff._loopthread import run_inline
 from signoff.gate import Gate
 from signoff.integrations.langchain._review import (
     PrincipalSetting,
@@ -14,6 +15,7 @@ from signoff.integrations.langchain._review import (
     StepReviewer,
 )
 from signoff.model import ApprovalRequest
+from signoff.store import MemoryStore
 
 WaitMode = Literal["interrupt", "blocking"]
 
@@ -34,9 +36,30 @@ class Settings:
     paused_runs: set[tuple[str, str]] = field(default_factory=set)
     snapshots: RecentRequests = field(default_factory=lambda: RecentRequests())
 
-    def run_io(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        """Run a gate coroutine from sync code, on the gate's own event loop thread."""
+    def run_io(self, coro: Coroutine[Any, Any, Any], waits: bool = False) -> Any:
+        """Run a gate coroutine from sync code: on this thread when nothing in it can wait
+        (:func:`runs_inline`; ``waits``: it waits for a decision), else on the gate's own
+        event loop thread."""
+        if not waits and runs_inline(self.gate):
+            return run_inline(coro)
         return self.gate._portal.run(coro)
+
+
+def runs_inline(gate: Gate) -> bool:
+    """Whether the gate's coroutines complete without waiting, so sync code may run them on
+    its own thread (:func:`signoff._loopthread.run_inline`) instead of hopping to the loop.
+
+    True for a started gate on a plain :class:`MemoryStore` (every method one locked block)
+    with no channels, outbox delivery or intent judges (those do real I/O). Anything else —
+    a durable store, a subclass, the first call that starts the gate — takes the portal.
+    """
+    return (
+        type(gate.store) is MemoryStore
+        and gate.writable
+        and not gate.channels
+        and gate.delivery is None
+        and not gate.intents.judges
+    )
 
 
 class RecentRequests:

@@ -42,7 +42,7 @@ def tool_flow(s: Settings, request: ToolCallRequest) -> Flow[ToolResult]:
         return msgs.denied(call, seen.verdict)
     if seen.verdict.allowed:
         if seen.request_id is not None and s.mode == "blocking":  # hold_ungated
-            yield Io(s.gate.await_request(seen.request_id))
+            yield Io(s.gate.await_request(seen.request_id), waits=True)
         result = yield Next(request)
         s.gate.record_execution(ToolCall(call["name"], call["args"], id=call_id), seen.ctx)
         return result  # type: ignore[no-any-return]
@@ -51,7 +51,7 @@ def tool_flow(s: Settings, request: ToolCallRequest) -> Flow[ToolResult]:
     if req is None:
         req = yield Io(s.gate.get(seen.request_id))
     if req.pending and s.mode == "blocking":
-        req = yield Io(s.gate.await_request(req.id))
+        req = yield Io(s.gate.await_request(req.id), waits=True)
     if req.pending:
         return msgs.refused(
             call,
