@@ -89,11 +89,18 @@ def _run_reviewed(
         yield Io(s.gate.afinish(req.id, call_id, error=f"{type(exc).__name__}: {exc}"))
         raise
     _status, error = msgs.status_of(result)
-    yield Io(s.gate.afinish(req.id, call_id, error=error))
+    # Claimed before it ran, so exactly-once holds whenever this commits: a crash first
+    # leaves "executing" for a human to reconcile, never a re-run. The model step that
+    # follows settles it (a return_direct tool ends the run: settled here).
+    yield Io(s.gate.afinish(req.id, call_id, error=error), later=not _ends_run(request))
     s.gate.record_execution(ToolCall(call["name"], final, id=call_id), seen.ctx)
     if edited and s.edit_notice:
         return msgs.with_edit_notice(result, call["id"] or "", call["name"], final, s.edit_notice)
     return result  # type: ignore[no-any-return]
+
+
+def _ends_run(request: ToolCallRequest) -> bool:
+    return bool(getattr(request.tool, "return_direct", False))
 
 
 def _recover(
