@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,23 @@ def test_return_direct_tool_is_finished_before_the_run_ends(tmp_path: Path) -> N
     assert ran == ["/dev/x"]
     assert out.value["messages"][-1].content == "wiped /dev/x"
     assert req.calls[0].execution == "executed"
+
+
+def test_sync_invoke_on_a_thread_with_a_running_loop_takes_the_loop_thread(
+    tools: list[BaseTool], ran: Ran
+) -> None:
+    """A sync ``invoke`` from code that has an event loop running (a notebook cell)."""
+    middleware = SignoffMiddleware({"delete_file": True})
+    agent = make_agent(middleware, tools, DELETE)
+    approve_cycle(agent)  # starts the gate: from now on its store calls may run inline
+
+    async def from_a_coroutine() -> tuple[Any, str]:
+        return approve_cycle(agent)
+
+    try:
+        out, request_id = asyncio.run(from_a_coroutine())
+        assert final_text(out) == "done: deleted tmp/x"
+        assert stored(middleware, request_id).calls[0].execution == "executed"
+    finally:
+        middleware.close()
+    assert len(ran.calls) == 2

@@ -49,7 +49,9 @@ class Settings:
         (:func:`runs_inline`; ``waits``: it waits for a decision), else on the gate's own
         event loop thread. Store calls left unsettled are settled first, in order."""
         self.flush()
-        if not waits and runs_inline(self.gate):
+        # Not on a thread whose event loop is running (a sync invoke from a notebook cell):
+        # run_inline refuses there, the loop thread does not mind.
+        if not waits and runs_inline(self.gate) and asyncio._get_running_loop() is None:
             return run_inline(coro)
         return self.gate._portal.run(coro)
 
