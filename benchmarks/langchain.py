@@ -14,7 +14,8 @@ them). Two measurements:
   ``Command(resume={"decisions": [{"type": "approve"}]})`` → tool → final answer.
   LangChain keeps the pause in the checkpoint only; signoff also stores the request,
   the decision and the exactly-once execution ledger durably in SQLite (``synchronous=FULL``,
-  hash-chained audit rows: four fsynced commits per cycle). Ratio to LangChain; target
+  hash-chained audit rows: four fsynced commits per cycle, the last — ``executed`` —
+  committing while the agent's next step runs). Ratio to LangChain; target
   ≤ 1.5. Measured twice: with ``InMemorySaver`` (LangChain keeps nothing durable) and with
   a file ``SqliteSaver`` (both survive a restart — the like-for-like comparison). signoff
   with ``synchronous=NORMAL`` (no fsync per commit; safe against a process crash, not a

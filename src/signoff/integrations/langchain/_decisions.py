@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, ValidationError
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
@@ -78,6 +78,16 @@ class ResumeValue:
         cls, schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         return RESUME_JSON_SCHEMA
+
+
+def _prebuilt(cls: type[ResumeValue]) -> None:
+    """Store the type's pydantic schema, validator and serializer on it once: LangGraph's
+    ``TypeAdapter(ResumeValue)`` in every ``interrupt()`` then takes them instead of
+    generating them again (~0.1 ms per pause and per resume)."""
+    adapter = TypeAdapter(cls)
+    cls.__pydantic_core_schema__ = adapter.core_schema  # type: ignore[attr-defined]
+    cls.__pydantic_validator__ = adapter.validator  # type: ignore[attr-defined]
+    cls.__pydantic_serializer__ = adapter.serializer  # type: ignore[attr-defined]
 
 
 def _validate(value: Any) -> Answer:
@@ -233,3 +243,6 @@ def explained(exc: SignoffError, req: ApprovalRequest) -> SignoffError:
             outcome=exc.outcome,
         )
     return exc
+
+
+_prebuilt(ResumeValue)  # after _validate, which its schema names

@@ -19,9 +19,16 @@ T = TypeVar("T")
 
 @dataclass(slots=True)
 class Io:
-    """Await ``coro`` (a store or gate operation) and send back its result."""
+    """Await ``coro`` (a store or gate operation) and send back its result.
+
+    ``waits``: it may wait for something outside (a human's decision), so the sync driver
+    always runs it on the gate's loop thread, never inline. ``later``: nothing needs its
+    result, so the sync driver may let it commit while the agent goes on, settled before
+    the middleware's next store call or model step (see ``Settings.run_io``)."""
 
     coro: Coroutine[Any, Any, Any]
+    waits: bool = False
+    later: bool = False
 
 
 @dataclass(slots=True)
@@ -35,9 +42,10 @@ Effect = Io | Next
 Flow = Generator[Effect, Any, T]
 
 
-def drive(
-    flow: Flow[T], handler: Callable[[Any], Any], run_io: Callable[[Coroutine[Any, Any, Any]], Any]
-) -> T:
+RunIo = Callable[[Io], Any]
+
+
+def drive(flow: Flow[T], handler: Callable[[Any], Any], run_io: RunIo) -> T:
     """Run ``flow`` synchronously: ``Io`` through ``run_io``, ``Next`` through ``handler``."""
     value: Any = None
     error: BaseException | None = None
@@ -48,7 +56,7 @@ def drive(
             return done.value  # type: ignore[no-any-return]
         value, error = None, None
         try:
-            value = run_io(effect.coro) if isinstance(effect, Io) else handler(effect.request)
+            value = run_io(effect) if isinstance(effect, Io) else handler(effect.request)
         except Exception as exc:
             error = exc
 

@@ -223,7 +223,7 @@ def _continue(
     if req is not None and req.pending:
         _refuse_changed(req, paused)
         if s.mode == "blocking":
-            req = yield Io(s.gate.await_request(req.id))
+            req = yield Io(s.gate.await_request(req.id), waits=True)
         else:
             req = yield from _pause(s, req, paused, is_async)
         s.snapshots.keep(req)

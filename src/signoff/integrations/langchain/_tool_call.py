@@ -43,7 +43,7 @@ def tool_flow(s: Settings, request: ToolCallRequest) -> Flow[ToolResult]:
         return msgs.denied(call, seen.verdict)
     if seen.verdict.allowed:
         if seen.request_id is not None and s.mode == "blocking":  # hold_ungated
-            yield Io(s.gate.await_request(seen.request_id))
+            yield Io(s.gate.await_request(seen.request_id), waits=True)
         result = yield Next(request)
         s.gate.record_execution(ToolCall(call["name"], call["args"], id=call_id), seen.ctx)
         return result  # type: ignore[no-any-return]
@@ -52,7 +52,7 @@ def tool_flow(s: Settings, request: ToolCallRequest) -> Flow[ToolResult]:
     if req is None:
         req = yield Io(s.gate.get(seen.request_id))
     if req.pending and s.mode == "blocking":
-        req = yield Io(s.gate.await_request(req.id))
+        req = yield Io(s.gate.await_request(req.id), waits=True)
     if req.pending:
         return msgs.refused(
             call,
@@ -90,12 +90,19 @@ def _run_reviewed(
         yield Io(s.gate.afinish(req.id, call_id, error=f"{type(exc).__name__}: {exc}"))
         raise
     _status, error = msgs.status_of(result)
-    yield Io(s.gate.afinish(req.id, call_id, error=error))
+    # Claimed before it ran, so exactly-once holds whenever this commits: a crash first
+    # leaves "executing" for a human to reconcile, never a re-run. The model step that
+    # follows settles it (a return_direct tool ends the run: settled here).
+    yield Io(s.gate.afinish(req.id, call_id, error=error), later=not _ends_run(request))
     s.gate.record_execution(ToolCall(call["name"], final, id=call_id), seen.ctx)
     if edited and s.edit_notice:
         shown = mask(final, s.gate.policy.secret_keys)  # the model never reads a secret back
         return msgs.with_edit_notice(result, call["id"] or "", call["name"], shown, s.edit_notice)
     return result  # type: ignore[no-any-return]
+
+
+def _ends_run(request: ToolCallRequest) -> bool:
+    return bool(getattr(request.tool, "return_direct", False))
 
 
 def _recover(

@@ -136,7 +136,12 @@ class SignoffMiddleware(HumanInTheLoopMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResult:
         flow = model_flow(self._settings, request, _config())
-        result: ModelResult = drive(flow, handler, self._settings.run_io)
+        try:
+            result: ModelResult = drive(flow, handler, self._settings.run_effect)
+        finally:
+            # An executed call's ledger entry committed while this step ran; it is settled
+            # before the step ends, so the agent never returns with it still in flight.
+            self._settings.flush()
         return result
 
     async def awrap_model_call(
@@ -144,6 +149,7 @@ class SignoffMiddleware(HumanInTheLoopMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResult:
+        await self._settings.aflush()  # left by a sync tools node (a mixed sync/async agent)
         flow = model_flow(self._settings, request, _config(), is_async=True)
         result: ModelResult = await adrive(flow, handler)
         return result
@@ -156,7 +162,7 @@ class SignoffMiddleware(HumanInTheLoopMiddleware[AgentState[Any], Any, Any]):
     ) -> ToolResult:
         _require_innermost(handler)
         result: ToolResult = drive(
-            tool_flow(self._settings, request), handler, self._settings.run_io
+            tool_flow(self._settings, request), handler, self._settings.run_effect
         )
         return result
 
@@ -172,10 +178,12 @@ class SignoffMiddleware(HumanInTheLoopMiddleware[AgentState[Any], Any, Any]):
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
         """Close the gate if this middleware created it (flushes the audit log)."""
+        self._settings.flush()
         if self.owns_gate:
             self.gate.close()
 
     async def aclose(self) -> None:
+        await self._settings.aflush()
         if self.owns_gate:
             await self.gate.aclose()
 
