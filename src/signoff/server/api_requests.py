@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from signoff.checks.limits import check_submission
@@ -40,6 +40,7 @@ from signoff.server.bodies import (
 from signoff.server.csrf import CSRF_HEADER, check_csrf, check_origin
 from signoff.server.errors import ApiError, forbidden, from_signoff_error, invalid
 from signoff.server.identity import Identity
+from signoff.server.responses import FastJSONResponse as JSONResponse
 from signoff.server.state import ServerState, state_of
 from signoff.server.wire import (
     CancelBody,
