@@ -332,14 +332,21 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         return True
 
     # ------------------------------------------------------------------ wait
-    async def await_request(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
+    async def await_request(
+        self,
+        request_id: str,
+        timeout: float | None = None,
+        *,
+        current: ApprovalRequest | None = None,
+    ) -> ApprovalRequest:
         """Wait until the request is resolved, expired or cancelled (or ``timeout`` passes).
 
         Wakes on the store's push (no polling); applies the deadline itself if it passes
         while waiting, so expiry never depends on the sweeper for a live waiter.
+        ``current``: the request as the caller has just read it (saves a read).
         """
         await self.astart()
-        return await waiting.await_request(self, request_id, timeout)
+        return await waiting.await_request(self, request_id, timeout, current)
 
     def wait(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
         return self._portal.run(self.await_request(request_id, timeout))

@@ -13,13 +13,17 @@ if TYPE_CHECKING:
     from signoff.gate.core import Gate
 
 
-async def await_request(gate: Gate, request_id: str, timeout: float | None) -> ApprovalRequest:
+async def await_request(
+    gate: Gate, request_id: str, timeout: float | None, current: ApprovalRequest | None = None
+) -> ApprovalRequest:
     """Until the request is terminal or ``timeout`` passes; applies a deadline that passes
-    while waiting itself, so expiry never depends on the sweeper for a live waiter."""
+    while waiting itself, so expiry never depends on the sweeper for a live waiter.
+    ``current``: the request as the caller has just read it, instead of a first read."""
     loop = asyncio.get_running_loop()
     give_up = None if timeout is None else loop.time() + timeout
     while True:
-        req = await gate.fetch(request_id)
+        req = current if current is not None else await gate.fetch(request_id)
+        current = None  # the store's wait reads it again after registering the waiter
         if req.terminal:
             return req
         req = await renew(gate, req)  # a live waiter keeps its lease (no re-attach by others)

@@ -12,13 +12,12 @@ from datetime import datetime
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from signoff.checks.limits import check_submission
 from signoff.gate import request_context
 from signoff.gate.principals import UNKNOWN_PRINCIPAL, unknown_principal
-from signoff.gate.settings import GateSettings
 from signoff.model import (
     AlreadyDecided,
     ApprovalRequest,
@@ -40,6 +39,7 @@ from signoff.server.bodies import (
 from signoff.server.csrf import CSRF_HEADER, check_csrf, check_origin
 from signoff.server.errors import ApiError, forbidden, from_signoff_error, invalid
 from signoff.server.identity import Identity
+from signoff.server.responses import FastJSONResponse as JSONResponse
 from signoff.server.state import ServerState, state_of
 from signoff.server.wire import (
     CancelBody,
@@ -83,7 +83,7 @@ def _agent_context(
 
 def _check_principal(state: ServerState, principal_id: str) -> None:
     """``gate.strict_principals``: a principal not in ``people:`` is a 422, nothing stored."""
-    if not GateSettings.from_policy(state.policy).strict_principals:
+    if not state.gate.settings.strict_principals:  # the gate's policy never changes
         return
     reason = unknown_principal(state.policy, principal_id)
     if reason is not None:
@@ -218,15 +218,20 @@ async def wait(request: Request) -> Response:
     timeout = query_float(request, "timeout", 25.0, 0.0, state.settings.serve.long_poll_max)
     req = await visible_request(state, who, request.path_params["id"])
     if req.pending and timeout > 0:
-        request_id = req.id
-        del req  # a parked waiter should hold as little as possible: there may be thousands
-        req = await _wait_or_stop(state, request_id, timeout)
+        req = await _wait_or_stop(state, req, timeout)
     return JSONResponse(request_view(req, state.policy.secret_keys))
 
 
-async def _wait_or_stop(state: ServerState, request_id: str, timeout: float) -> ApprovalRequest:
+async def _wait_or_stop(
+    state: ServerState, current: ApprovalRequest, timeout: float
+) -> ApprovalRequest:
     state.metrics.long_polls += 1
-    waiter = asyncio.ensure_future(state.gate.await_request(request_id, timeout=timeout))
+    request_id = current.id
+    # the waiter starts from the request just read (one read less); the store reads the row
+    # again once the waiter is registered, so a decision in between is not missed
+    waiter = asyncio.ensure_future(
+        state.gate.await_request(request_id, timeout=timeout, current=current)
+    )
     stopping = asyncio.ensure_future(state.stopping.wait())
     try:
         await asyncio.wait({waiter, stopping}, return_when=asyncio.FIRST_COMPLETED)

@@ -11,7 +11,7 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from signoff.model import (
     AlreadyDecided,
@@ -25,6 +25,7 @@ from signoff.model import (
     SignoffError,
     StoreError,
 )
+from signoff.server.responses import FastJSONResponse as JSONResponse
 
 
 class ApiError(Exception):

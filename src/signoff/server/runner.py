@@ -21,6 +21,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from signoff.server.app import stop
+from signoff.server.http_protocol import head_limited
 from signoff.server.state import ServerState
 
 _TOKEN_IN_QUERY = re.compile(r"([?&]t=)[^&\s]+")
@@ -61,7 +62,9 @@ def _config(
         server_header=False,
         timeout_graceful_shutdown=10,
         lifespan="on",
-        http="h11",  # the parser that max_header_bytes configures, whatever else is installed
+        # httptools (C) with our bound on a head still arriving; h11's own bound is set too,
+        # for anyone who runs the app on uvicorn's h11 protocol
+        http=head_limited(limits.max_header_bytes),
         h11_max_incomplete_event_size=limits.max_header_bytes,
         timeout_keep_alive=max(1, math.ceil(limits.keep_alive_timeout)),
         limit_concurrency=limits.max_connections,
