@@ -89,7 +89,7 @@ async def test_5xx_is_retried_with_backoff_until_it_succeeds(
         receiver.wait_for("/teams", 4)
         await until(lambda: _status(gate, req.id, "sent"))
         [row] = await rows(gate, req.id)
-        audit = await gate.store.read_audit(AuditQuery(request_id=req.id, event="notified"))
+        audit = await audited(gate, req.id, "notified")
     assert (row.attempts, row.status) == (4, "sent")
     assert [a.actor for a in audit] == ["teams"]
 
@@ -113,9 +113,7 @@ async def test_retries_give_up_after_max_attempts(
     async with Gate(one(receiver, TEAMS, extra=", max_attempts: 3"), MemoryStore()) as gate:
         req = await submit(gate)
         await until(lambda: _status(gate, req.id, "failed"))
-        audit = await gate.store.read_audit(
-            AuditQuery(request_id=req.id, event="notification_failed")
-        )
+        audit = await audited(gate, req.id, "notification_failed")
     assert len(receiver.under("/teams")) == 3
     assert audit[0].data["attempts"] == 3
 
@@ -277,6 +275,18 @@ async def test_a_sender_killed_mid_send_sends_after_restart(
     assert delivered[1].headers["webhook-id"] == stuck.headers["webhook-id"] == row.id
     assert row.attempts == 2
     assert delivered[1].json()["data"]["request_id"] == request_id
+
+
+async def audited(gate: Gate, request_id: str, event: str) -> list[Any]:
+    """The request's ``event`` audit rows, once there is one: the worker writes them right
+    after it marks the outbox row, so a test that saw the row may not see them yet."""
+    query = AuditQuery(request_id=request_id, event=event)  # type: ignore[arg-type]
+
+    async def found() -> bool:
+        return bool(await gate.store.read_audit(query))
+
+    await until(found)
+    return await gate.store.read_audit(query)
 
 
 async def _status(gate: Gate, request_id: str, status: str) -> bool:
