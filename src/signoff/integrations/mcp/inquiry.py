@@ -59,6 +59,7 @@ Suggester = Callable[[str, Sequence[str] | None], Awaitable[str | None]]
 
 ACTOR = "signoff-inquiry"
 CLIENT_LEFT = "the MCP client disconnected"
+CANCELLED = "the MCP client cancelled the call"
 
 
 @dataclass(slots=True)
@@ -283,12 +284,11 @@ class InquiryService:
                     every=self.options.heartbeat_s,
                     beside=ask_in_client if prompt else None,
                     limit=limit,
-                    withdraw=(lambda rid: self._withdraw(rid, "the MCP client cancelled the call"))
+                    withdraw=(lambda rid: self._withdraw(rid, left[0] if left else CANCELLED))
                     if withdraw
                     else None,
                 )
-            if left:
-                await self._withdraw(req.id, left[0])
+            if left:  # withdrawn by hold() as the scope was cancelled
                 final = await self.gate.get(req.id)
         except Exception as exc:
             return result_of_unavailable(str(exc), req.id)
