@@ -9,6 +9,9 @@ upstream directly.
 * **http**: the upstream serves streamable HTTP on loopback; the client calls it directly, and
   through ``signoff mcp-proxy --transport http --upstream u=<its URL>`` (also on loopback),
   on 2025-11-25 (sessions, SSE) and 2026-07-28. ``ratio`` = proxied median / direct median.
+  Wall ratios swing with machine load, so this arm also reports the CPU time per call of the
+  proxy process and of the upstream process (``/proc``, Linux): the proxy runs an HTTP
+  server *and* an HTTP client per call, the upstream only a server.
 
 Every call is ``echo``, which the policy allows: the proxy runs the schema check, the policy
 and an ``allowed`` audit event (SQLite store, batched writer) on each. Direct and proxied
@@ -132,6 +135,32 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _cpu_s(process: subprocess.Popen[bytes]) -> float | None:
+    """User + system CPU seconds of a child process (None off Linux)."""
+    try:
+        stat = Path(f"/proc/{process.pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _with_cpu(
+    arm: Awaitable[dict[str, Any]], proxy: subprocess.Popen[bytes], upstream: Any, n: int
+) -> dict[str, Any]:
+    """Run ``arm`` and add CPU ms per call: the proxy serves ``n`` calls, the upstream
+    ``2n`` (direct and proxied)."""
+    before = (_cpu_s(proxy), _cpu_s(upstream))
+    result = await arm
+    after = (_cpu_s(proxy), _cpu_s(upstream))
+    if None not in before and None not in after:
+        proxy_ms = 1000 * (after[0] - before[0]) / n  # type: ignore[operator]
+        upstream_ms = 1000 * (after[1] - before[1]) / (2 * n)  # type: ignore[operator]
+        result["proxy_cpu_ms_per_call"] = round(proxy_ms, 3)
+        result["upstream_cpu_ms_per_call"] = round(upstream_ms, 3)
+    return result
+
+
 def _listening(port: int, process: subprocess.Popen[bytes]) -> None:
     for _ in range(600):
         if process.poll() is not None:
@@ -174,12 +203,16 @@ async def _http(directory: Path, n: int, warmup: int) -> dict[str, Any]:
                 Client(upstream_url, mode=mode) as direct,
                 Client(proxy_url, mode=mode) as proxied,
             ):
-                out[name] = await _paired(
+                for _ in range(warmup):  # outside the CPU window
+                    await direct.call_tool("echo", {"text": "x"})
+                    await proxied.call_tool("echo", {"text": "x"})
+                arm = _paired(
                     lambda d=direct: d.call_tool("echo", {"text": "x"}),
                     lambda p=proxied: p.call_tool("echo", {"text": "x"}),
                     n,
-                    warmup,
+                    0,
                 )
+                out[name] = await _with_cpu(arm, proxy, upstream, n)
                 out[name]["protocol"] = proxied.protocol_version
         return out
     finally:
@@ -248,7 +281,9 @@ def rows(result: dict[str, Any]) -> list[Row]:
                 fmt(http[key]["ratio"], "x", 2),
                 f"<= 1.6x ({mark(ok.get(TARGETS[3 + i].describe(), False))})",
                 f"direct {http[key]['direct_ms']['median']} ms, proxied "
-                f"{http[key]['proxied_ms']['median']} ms",
+                f"{http[key]['proxied_ms']['median']} ms; CPU/call proxy "
+                f"{http[key].get('proxy_cpu_ms_per_call', '?')} ms, upstream "
+                f"{http[key].get('upstream_cpu_ms_per_call', '?')} ms",
             )
             for i, (key, era) in enumerate((("legacy", "2025-11-25"), ("modern", "2026-07-28")))
         ),

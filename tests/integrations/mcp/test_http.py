@@ -21,6 +21,7 @@ import httpx
 import httpx2
 import pytest
 from mcp import Client
+from mcp.shared.subscriptions import ToolsListChanged
 
 from signoff import Gate
 from signoff.integrations.mcp import UpstreamSpec
@@ -288,3 +289,16 @@ async def test_an_http_proxy_answers_a_bad_token_before_any_mcp(config: Path) ->
     finally:
         running.stop()
     assert wrong.status_code == 401
+
+
+async def test_a_2026_client_over_http_gets_list_changed_on_its_listen_stream(
+    proxy: ProxyProcess,
+) -> None:
+    async with (
+        Client(proxy.url, mode="auto") as client,
+        client.listen(tools_list_changed=True) as events,
+    ):
+        await client.call_tool("announce", {"text": "hello"})
+        with anyio.fail_after(30):
+            event = await events.__anext__()
+    assert isinstance(event, ToolsListChanged)

@@ -11,6 +11,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff import Gate
 from signoff.integrations.mcp import UpstreamSpec
@@ -205,3 +207,38 @@ async def test_several_upstreams_namespace_prompts_and_rewrite_shared_uris(
     content = got.messages[0].content
     assert isinstance(content, types.TextContent) and content.text == "Hello, Bo!"
     assert [str(c.uri) for c in read.contents] == ["b+notes://readme"]
+
+
+@pytest.mark.parametrize("upstream_mode", ["legacy", "auto"], ids=["up-2025", "up-2026"])
+async def test_a_2026_client_gets_list_changed_on_its_listen_stream(
+    gate: Gate, upstream: Any, upstream_mode: str
+) -> None:
+    """2026-07-28 clients get change events only on ``subscriptions/listen``: the proxy
+    serves it, fed by a 2025 upstream's notifications or a 2026 upstream's own listen
+    stream; the cached listing is invalidated on the way."""
+    server, _ = upstream
+    async with proxied(gate, server, mode="auto", upstream_mode=upstream_mode) as client:
+        assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        async with client.listen(tools_list_changed=True) as events:
+            await client.call_tool("announce", {"text": "hello"})
+            with anyio.fail_after(10):
+                event = await events.__anext__()
+    assert isinstance(event, ToolsListChanged)
+
+
+async def test_a_2025_client_gets_a_2026_upstreams_list_changed(gate: Gate, upstream: Any) -> None:
+    """A 2026-07-28 upstream says so on its listen stream; a 2025-11-25 client hears it as
+    the plain notification."""
+    server, _ = upstream
+    received = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            received.set()
+
+    async with proxied(
+        gate, server, mode="legacy", upstream_mode="auto", message_handler=on_message
+    ) as client:
+        await client.call_tool("announce", {"text": "hello"})
+        with anyio.fail_after(10):
+            await received.wait()

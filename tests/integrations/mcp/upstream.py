@@ -122,9 +122,11 @@ def add_features(server: MCPServer, events: list[str]) -> None:
 
     @server.tool()
     async def announce(text: str, ctx: Context) -> str:
-        """Log a message and say the tool list changed (2025 era)."""
+        """Log a message and say the tool list changed (2025 era: a notification; 2026-07-28:
+        an event on the listen streams)."""
         await ctx.session.send_log_message("info", text, logger="upstream")
         await ctx.session.send_notification(types.ToolListChangedNotification())
+        await ctx.notify_tools_changed()
         return "announced"
 
     @server.tool()

@@ -258,22 +258,21 @@ def _offers(link: UpstreamLink, kind: Kind) -> bool:
 
 def mirror(links: Sequence[UpstreamLink], *, modern: bool) -> types.ServerCapabilities:
     """The capabilities to declare to the client: the union of the upstreams' (tools always;
-    the proxy gates them). ``listChanged``/``subscribe`` only where an upstream sends them —
-    and not at 2026-07-28, where they travel on ``subscriptions/listen``, not relayed."""
+    the proxy gates them). ``listChanged`` where an upstream sends it (at 2026-07-28 the
+    changes travel on the proxy's ``subscriptions/listen`` streams); ``subscribe`` not at
+    2026-07-28, where per-URI resource subscriptions are not relayed."""
     caps = [link.capabilities for link in links]
     prompts = [c.prompts for c in caps if c.prompts is not None]
     resources = [c.resources for c in caps if c.resources is not None]
     tools_changed = any(c.tools is not None and bool(c.tools.list_changed) for c in caps)
     return types.ServerCapabilities(
-        tools=types.ToolsCapability(list_changed=tools_changed and not modern),
-        prompts=types.PromptsCapability(
-            list_changed=not modern and any(bool(p.list_changed) for p in prompts)
-        )
+        tools=types.ToolsCapability(list_changed=tools_changed),
+        prompts=types.PromptsCapability(list_changed=any(bool(p.list_changed) for p in prompts))
         if prompts
         else None,
         resources=types.ResourcesCapability(
             subscribe=not modern and any(bool(r.subscribe) for r in resources),
-            list_changed=not modern and any(bool(r.list_changed) for r in resources),
+            list_changed=any(bool(r.list_changed) for r in resources),
         )
         if resources
         else None,

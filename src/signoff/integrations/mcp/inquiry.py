@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
@@ -37,6 +38,7 @@ from signoff.integrations.mcp.inquiry_answering import (
 )
 from signoff.integrations.mcp.inquiry_tools import TOOLS, InquiryResult, result_of, status_of
 from signoff.integrations.mcp.progress import ProgressChannel
+from signoff.integrations.mcp.relay import client_left
 from signoff.integrations.mcp.safeguards import withdraw
 from signoff.integrations.mcp.sealed import SealedStates
 from signoff.integrations.mcp.waiting import hold
@@ -56,6 +58,8 @@ Suggester = Callable[[str, Sequence[str] | None], Awaitable[str | None]]
 ``None`` means no suggestion. Errors are logged and ignored."""
 
 ACTOR = "signoff-inquiry"
+CLIENT_LEFT = "the MCP client disconnected"
+CANCELLED = "the MCP client cancelled the call"
 
 
 @dataclass(slots=True)
@@ -249,7 +253,14 @@ class InquiryService:
         withdraw: bool = False,
         limit: float | None = None,
     ) -> types.CallToolResult:
+        left: list[str] = []
+
         async def beat(current: ApprovalRequest) -> None:
+            # A 2025-11-25 HTTP client that vanished does not cancel the handler: withdraw.
+            if withdraw and await client_left(ctx):
+                left.append(CLIENT_LEFT)
+                scope.cancel()
+                return
             await self._announce(progress, current)
 
         async def ask_in_client() -> None:
@@ -265,17 +276,20 @@ class InquiryService:
                 await self._withdraw(req.id, "dismissed in the MCP client")
 
         try:
-            final = await hold(
-                self.gate,
-                req,
-                beat=beat,
-                every=self.options.heartbeat_s,
-                beside=ask_in_client if prompt else None,
-                limit=limit,
-                withdraw=(lambda rid: self._withdraw(rid, "the MCP client cancelled the call"))
-                if withdraw
-                else None,
-            )
+            with anyio.CancelScope() as scope:
+                final = await hold(
+                    self.gate,
+                    req,
+                    beat=beat,
+                    every=self.options.heartbeat_s,
+                    beside=ask_in_client if prompt else None,
+                    limit=limit,
+                    withdraw=(lambda rid: self._withdraw(rid, left[0] if left else CANCELLED))
+                    if withdraw
+                    else None,
+                )
+            if left:  # withdrawn by hold() as the scope was cancelled
+                final = await self.gate.get(req.id)
         except Exception as exc:
             return result_of_unavailable(str(exc), req.id)
         if final.terminal:

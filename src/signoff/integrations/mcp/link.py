@@ -29,6 +29,7 @@ from mcp.client.session import (
 )
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ServerEvent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff.integrations.mcp.upstreams import UpstreamError, UpstreamSpec, without_query
@@ -60,6 +61,8 @@ class ClientHooks:
     roots: ListRootsFnT | None = None
     logging: LoggingFnT | None = None
     messages: MessageHandlerFnT | None = None
+    #: Change events from a 2026-07-28 upstream (read from a listen stream the link opens).
+    events: Callable[[ServerEvent], Awaitable[None]] | None = None
     client_info: types.Implementation | None = None
 
 
@@ -180,7 +183,10 @@ class UpstreamLink:
         deadline = anyio.current_time() + self.connect_timeout
         with anyio.CancelScope(deadline=deadline) as handshake:
             try:
-                async with self._client() as client:
+                async with self._client() as client, anyio.create_task_group() as tg:
+                    events = self.hooks.events
+                    if events is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        await tg.start(self._listen, client, events)  # before any call is relayed
                     connected = True
                     handshake.deadline = math.inf
                     try:
@@ -194,6 +200,7 @@ class UpstreamLink:
                         await self._lost.wait()
                     finally:
                         self.client = None
+                        tg.cancel_scope.cancel()
             except Exception as exc:
                 if not connected:
                     raise UpstreamError(
@@ -207,6 +214,30 @@ class UpstreamLink:
                 f"{self.connect_timeout:g} s ({self.spec.describe()}); check the server or "
                 "raise --upstream-connect-timeout"
             )
+
+    async def _listen(
+        self,
+        client: Client,
+        deliver: Callable[[ServerEvent], Awaitable[None]],
+        *,
+        task_status: Any = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Relay a 2026-07-28 upstream's change events (they travel only on a listen
+        stream); started once the upstream acknowledged it. An upstream that does not serve
+        ``subscriptions/listen`` just sends none."""
+        started = False
+        try:
+            async with client.listen(
+                tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+            ) as events:
+                task_status.started()
+                started = True
+                async for event in events:
+                    await deliver(event)
+        except Exception as exc:
+            log.debug("no change events from upstream %s: %s", self.spec.label, _describe(exc))
+        if not started:
+            task_status.started()
 
     async def aclose(self) -> None:
         self._closing = True

@@ -18,6 +18,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff import __version__
@@ -87,6 +88,7 @@ def build_proxy(
         )
 
     live: list[SessionHub] = []  # the running hub, for the SDK's input-schema lookup
+    bus = InMemorySubscriptionBus()  # upstream change events → 2026-07-28 listen streams
 
     def make_proxy(session: ProxySession) -> ApprovalProxy:
         return ApprovalProxy(gate, session.pool, opts, sealed, thread=session.thread)
@@ -106,6 +108,7 @@ def build_proxy(
                 make_proxy,
                 per_session=opts.per_session,
                 max_sessions=opts.max_sessions,
+                bus=bus,
             )
             if opts.per_session:  # HTTP: start the shared upstreams now, so a bad one stops us
                 await hub.open(None, None, None)
@@ -147,6 +150,7 @@ def build_proxy(
         get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_subscriptions_listen=ListenHandler(bus),
     )
     server.add_request_handler("server/discover", types.RequestParams, on_discover)
     passthrough.register(server)

@@ -7,6 +7,12 @@ POST that is waiting), else the session's standalone channel. Upstream notificat
 messages, ``list_changed`` for tools/resources/prompts, resource updates — are forwarded the
 same way, and a ``list_changed`` first invalidates the proxy's cached listing.
 
+Change events (``list_changed``, resource updates) also reach 2026-07-28 clients: those
+clients get them only on a ``subscriptions/listen`` stream, which the proxy serves from a
+:class:`~mcp.server.subscriptions.SubscriptionBus` the shared session publishes to. From a
+2026-07-28 upstream the proxy receives them on a listen stream of its own
+(:attr:`ClientHooks.events`).
+
 Only what the client declared is declared to upstreams (:meth:`Downstream.hooks`), so an
 upstream never asks for something the client cannot do. A client on 2026-07-28 has no
 back channel: an upstream's request then gets an error saying so.
@@ -23,8 +29,17 @@ import mcp_types as types
 from mcp.client.session import ClientRequestContext, IncomingMessage
 from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import SubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+    event_to_notification,
+)
 from pydantic import BaseModel
 
 from signoff.integrations.mcp.catalog import Kind
@@ -39,6 +54,11 @@ _CHANGED: dict[type[Any], Kind] = {
     types.PromptListChangedNotification: "prompts",
     types.ResourceListChangedNotification: "resources",
 }
+_EVENT_KIND: dict[type[Any], Kind] = {
+    ToolsListChanged: "tools",
+    PromptsListChanged: "prompts",
+    ResourcesListChanged: "resources",
+}
 
 
 class Downstream:
@@ -47,6 +67,8 @@ class Downstream:
     def __init__(self, on_changed: Callable[[str, Kind], None]) -> None:
         self.on_changed = on_changed
         self.standalone: ServerSession | None = None
+        #: Where 2026-07-28 clients' listen streams pick up change events (the shared session).
+        self.bus: SubscriptionBus | None = None
         self._in_flight: list[ServerRequestContext[Any, Any]] = []
 
     def attach(self, ctx: ServerRequestContext[Any, Any]) -> None:
@@ -78,12 +100,19 @@ class Downstream:
             elicitation=self._elicitation if caps.elicitation is not None else None,
             roots=self._roots if caps.roots is not None else None,
             messages=self.for_upstream_messages(upstream),
+            events=self.for_upstream_events(upstream),
             client_info=info,
         )
 
     def for_upstream_messages(self, upstream: str) -> Any:
         async def handle(message: IncomingMessage) -> None:
             await self._notification(upstream, message)
+
+        return handle
+
+    def for_upstream_events(self, upstream: str) -> Any:
+        async def handle(event: ServerEvent) -> None:
+            await self._event(upstream, event)
 
         return handle
 
@@ -129,6 +158,9 @@ class Downstream:
         kind = _CHANGED.get(type(message))
         if kind is not None:
             self.on_changed(upstream, kind)
+        event = _event_of(message)
+        if event is not None:
+            await self._publish(event)
         ctx = self._in_flight[-1] if self._in_flight else None
         try:
             if isinstance(message, types.LoggingMessageNotification) and ctx is not None:
@@ -137,6 +169,38 @@ class Downstream:
                 await self.standalone.send_notification(message)
         except Exception as exc:  # a lost notification must not break the upstream link
             log.debug("could not forward %s: %s", message.method, exc)
+
+    async def _event(self, upstream: str, event: ServerEvent) -> None:
+        """A change event from a 2026-07-28 upstream's listen stream: to both eras."""
+        kind = _EVENT_KIND.get(type(event))
+        if kind is not None:
+            self.on_changed(upstream, kind)
+        await self._publish(event)
+        if self.standalone is not None:  # a 2025-11-25 client: as a plain notification
+            try:
+                await self.standalone.send_notification(event_to_notification(event, {}))
+            except Exception as exc:
+                log.debug("could not forward %s: %s", type(event).__name__, exc)
+
+    async def _publish(self, event: ServerEvent) -> None:
+        if self.bus is not None:
+            try:
+                await self.bus.publish(event)
+            except Exception as exc:  # a lost event must not break the upstream link
+                log.debug("could not publish %s: %s", type(event).__name__, exc)
+
+
+def _event_of(message: Any) -> ServerEvent | None:
+    """The listen-stream event a 2025-11-25 upstream notification stands for."""
+    if isinstance(message, types.ToolListChangedNotification):
+        return ToolsListChanged()
+    if isinstance(message, types.PromptListChangedNotification):
+        return PromptsListChanged()
+    if isinstance(message, types.ResourceListChangedNotification):
+        return ResourcesListChanged()
+    if isinstance(message, types.ResourceUpdatedNotification):
+        return ResourceUpdated(uri=str(message.params.uri))
+    return None
 
 
 def _no_client(method: str, why: str) -> types.ErrorData:

@@ -24,6 +24,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.server import ServerRequestContext
 from mcp.server.connection import Connection
+from mcp.server.subscriptions import SubscriptionBus
 from mcp.shared.exceptions import MCPError
 
 from signoff.integrations.mcp import elicitation
@@ -68,12 +69,14 @@ class SessionHub:
         *,
         per_session: bool,
         max_sessions: int,
+        bus: SubscriptionBus | None = None,
     ) -> None:
         self.tg = tg
         self.make_pool = make_pool
         self.make_proxy = make_proxy
         self.per_session = per_session
         self.max_sessions = max_sessions
+        self.bus = bus  # 2026-07-28 clients' listen streams: fed by the shared session
         self.sessions: dict[object, ProxySession] = {}
         self._lock = anyio.Lock()
         self.failure: UpstreamError | None = None
@@ -119,6 +122,8 @@ class SessionHub:
                 session_id = connection_of(ctx).session_id
                 thread = f"mcp-{session_id}" if session_id else None
             downstream = Downstream(on_changed=lambda up, kind: None)
+            if key is SHARED:  # the session 2026-07-28 (sessionless) clients use
+                downstream.bus = self.bus
             pool = self.make_pool(downstream, caps, info)
             downstream.on_changed = lambda up, kind: pool.catalog.invalidate(up, kind)
             session = ProxySession(key, pool, thread)
