@@ -206,6 +206,11 @@ class InquiryJudges:
         except Exception:
             log.exception("recording the failed fallback of %s failed", request_id)
 
+    async def drain(self) -> None:
+        """Until every judge asked so far has answered (and its answer is recorded)."""
+        while self._running:
+            await asyncio.wait(list(self._running))
+
     async def stop(self) -> None:
         for task in list(self._running):
             task.cancel()
