@@ -151,13 +151,16 @@ def _object(props: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def parse_reply(raw: str | Mapping[str, Any] | None, q: InquiryQuestion) -> InquiryReply:
+def parse_reply(
+    raw: str | Mapping[str, Any] | None, q: InquiryQuestion, *, plain_text: bool = False
+) -> InquiryReply:
     """The judge's answer in ``raw``, strictly; :class:`JudgeError` saying why not.
 
-    A plain string (a python judge may return one) is the answer to a single question."""
+    With ``plain_text`` (a python judge's return value) a string that is not a JSON object
+    is the answer to a single question; a model must answer with the JSON object."""
     if raw is None:
         raise JudgeError("the judge gave no answer")
-    if isinstance(raw, str) and not raw.strip().startswith(("{", "```")):
+    if plain_text and isinstance(raw, str) and not raw.strip().startswith(("{", "```")):
         if q.is_form:
             raise JudgeError('a form is answered with {"answers": {...}}, not a string')
         return InquiryReply(answer=_text(raw))
@@ -199,6 +202,8 @@ def _decode(text: str) -> Any:
     if len(text) > MAX_ANSWER:
         raise JudgeError(f"the answer is longer than {MAX_ANSWER} characters")
     text = text.strip()
+    if not text.startswith(("{", "```")):
+        raise JudgeError("the answer is not a JSON object")
     if text.startswith("```"):
         lines = text.splitlines()
         fenced = lines[0].strip() in ("```", "```json") and lines[-1].strip() == "```"

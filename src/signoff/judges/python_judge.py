@@ -69,7 +69,7 @@ class PythonJudge:
                 f"{self._inquiry_ref} returned {type(result).__name__}; expected a string or "
                 '{"answer": ...} / {"answers": {...}}'
             )
-        return parse_reply(result, question)
+        return parse_reply(result, question, plain_text=True)
 
     async def _call(self, fn: Callable[..., Any], args: tuple[Any, ...], ref: str) -> Any:
         try:
