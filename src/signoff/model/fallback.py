@@ -37,6 +37,11 @@ def is_judge(actor: str | None) -> bool:
     return bool(actor) and str(actor).startswith(f"{JUDGE_CHANNEL}:")
 
 
+def shown_actor(actor: str) -> str:
+    """Who decided, as surfaces print it: a judge is labelled as a model, not a person."""
+    return f"{actor} (a model, not a human)" if is_judge(actor) else actor
+
+
 def fallback_due(req: ApprovalRequest, now: datetime) -> bool:
     """Whether ``req`` is a pending inquiry whose fallback the sweeper must take now."""
     if not req.pending or req.kind != "inquiry" or req.fallback is None:
