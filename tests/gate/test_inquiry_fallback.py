@@ -400,3 +400,29 @@ def _inquiry_request(*, fallback_at: float) -> ApprovalRequest:
             "fallback": InquiryFallback(judge="rules", at=utcnow() + timedelta(seconds=fallback_at))
         }
     )
+
+
+# ---------------------------------------------------------------------- audit verify
+def test_audit_verify_finds_the_judges_answers_consistent(tmp_path: Path) -> None:
+    from signoff.audit.verify import verify_log
+    from signoff.store import SQLiteStore
+
+    inquiry_judges.answers["Bad?"] = "mars"
+    store = f"sqlite:///{tmp_path / 'signoff.db'}"
+    with Gate(Policy.from_yaml(policy_text(FALLBACK, store=store))) as gate:
+        answered = wait(gate, ask(gate))
+        failed = wait_for_fallback(gate, ask(gate, "Bad?"), "failed")
+        gate.decide(failed.id, [{"type": "respond", "message": "eu"}], approver="alice")
+    assert answered.calls[0].resolved_by == "judge:rules"
+
+    async def check() -> list[str]:
+        fresh = SQLiteStore(tmp_path / "signoff.db")
+        await fresh.open()
+        try:
+            report = await verify_log(fresh)
+        finally:
+            await fresh.close()
+        assert report.requests_checked >= 2
+        return [f"{f.kind}: {f}" for f in report.findings]
+
+    assert asyncio.run(check()) == []
