@@ -426,3 +426,39 @@ def test_audit_verify_finds_the_judges_answers_consistent(tmp_path: Path) -> Non
         return [f"{f.kind}: {f}" for f in report.findings]
 
     assert asyncio.run(check()) == []
+
+
+def test_two_processes_on_one_sqlite_file_answer_each_inquiry_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    from collections import Counter
+
+    config = tmp_path / "signoff.yaml"
+    config.write_text(
+        policy_text(
+            "inquiries:\n  fallback: {judge: rules, after: 0.3s}\n",
+            store=f"sqlite:///{tmp_path / 'signoff.db'}",
+        )
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.gate.fallback_worker", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+        with Gate(Policy.load(config)) as gate:
+            asked = [ask(gate, f"Region for job {i}?") for i in range(6)]
+            done = [wait(gate, r) for r in asked]
+            events = audit(gate)
+    finally:
+        assert worker.stdin is not None
+        worker.stdin.close()
+        worker.wait(30)
+    assert all(r.calls[0].resolved_by == "judge:rules" for r in done)
+    counted = Counter(
+        (e.event, e.request_id) for e in events if e.event in ("fallback_asked", "decided")
+    )
+    assert len(counted) == 12 and set(counted.values()) == {1}

@@ -204,7 +204,8 @@ def inquiry_server(
         str | None,
         typer.Option(
             "--suggester",
-            help="module:function filling default_answer when the agent gives none.",
+            help="module:function filling default_answer when the agent gives none "
+            "(an alias of the policy's inquiries.suggest, which applies without it).",
             show_default=False,
         ),
     ] = None,
