@@ -30,6 +30,7 @@ from benchmarks import (
     cycles,
     grants,
     guard,
+    inquiry_fallback,
     intent,
     metrics,
     non_interactive,
@@ -91,6 +92,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "intent",
             intent,
             "Intent judges: judged call vs the judge alone (5 ms loopback), cache hit",
+        ),
+        _entry(
+            "inquiry_fallback",
+            inquiry_fallback,
+            "Inquiries: create with a fallback judge vs without; fallback answer vs human",
         ),
         _entry(
             "grants",

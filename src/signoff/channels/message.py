@@ -17,6 +17,7 @@ from datetime import datetime
 
 from signoff.channels.redact import Redactor, cut
 from signoff.model import ApprovalRequest, chains, utcnow
+from signoff.model.fallback import shown_actor
 from signoff.model.text import inert
 
 PREFIX = {"reminder": "Reminder: ", "escalation": "Escalated: "}
@@ -134,7 +135,7 @@ def outcome(req: ApprovalRequest) -> str:
             text = f"{mark} Approved on timeout (on_timeout: allow)"
         else:
             verb = "Answered" if label == "responded" else label.capitalize()
-            text = f"{mark} {verb} by {inert(str(call.resolved_by))}"
+            text = f"{mark} {verb} by {inert(shown_actor(str(call.resolved_by)))}"
             if call.message and label == "rejected":
                 text += f": {cut(inert(call.message), 200)}"
         if len(req.calls) > 1:

@@ -204,7 +204,8 @@ def inquiry_server(
         str | None,
         typer.Option(
             "--suggester",
-            help="module:function filling default_answer when the agent gives none.",
+            help="module:function filling default_answer when the agent gives none "
+            "(an alias of the policy's inquiries.suggest, which applies without it).",
             show_default=False,
         ),
     ] = None,
@@ -237,6 +238,13 @@ def inquiry_server(
     warning = tier_warning(wait, default_timeout)
     if warning:
         err.print(f"[yellow]warning:[/] {warning}")
+    fallback = gate.inquiry_judges.settings.fallback
+    if fallback is not None and fallback.after >= default_timeout:
+        err.print(
+            f"[yellow]warning:[/] inquiries.fallback.after ({fallback.after:g} s) is not shorter "
+            f"than --default-timeout ({default_timeout:g} s): questions asked without a longer "
+            "timeout_s get no fallback answer"
+        )
     options = InquiryOptions(
         principal=principal or _default_principal(),
         thread=thread,

@@ -19,6 +19,7 @@ from rich.text import Text
 from signoff.channels.redact import Redactor
 from signoff.gate.settings import GateSettings
 from signoff.model import ApprovalRequest, Inquiry, Question, chains, utcnow
+from signoff.model.fallback import shown_actor
 from signoff.model.text import ABSENT, changed_args, inert
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ def request_detail(out: Console, r: ApprovalRequest, policy: Policy | None = Non
                 (action.tool_call_id, "dim"),
                 "  ",
                 (res, rstyle),
-                f" by {call.resolved_by}" if call.resolved_by else "",
+                f" by {shown_actor(call.resolved_by)}" if call.resolved_by else "",
             )
         )
         if action.description:
@@ -268,7 +269,7 @@ def decision_summary(out: Console, r: ApprovalRequest, approver: str) -> None:
                 line(
                     f"{action.name} {call.tool_call_id}: ",
                     (call.resolution, "bold"),
-                    f" by {call.resolved_by}" if call.resolved_by else "",
+                    f" by {shown_actor(call.resolved_by)}" if call.resolved_by else "",
                 )
             )
         else:

@@ -44,6 +44,7 @@ from signoff.gate.decisions import request_context
 from signoff.gate.granting import GrantMethods
 from signoff.gate.grants import GrantCache, GrantSettings, GrantsStage
 from signoff.gate.guard import guard as _guard
+from signoff.gate.inquiry_judge import InquiryJudges
 from signoff.gate.intent import IntentStage
 from signoff.gate.intent import settle as settle_intent
 from signoff.gate.ledger import LedgerMethods
@@ -126,6 +127,8 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         self.intents = IntentChecker(judges, self.redaction, self.store)
         if self.intents.judges:
             self.checks.add_async(IntentStage(self.ajudge))
+        # inquiries: judges that answer (fallback) or pre-fill (suggest) inquiries
+        self.inquiry_judges = InquiryJudges.from_gate(self)
         self.waiter_id = waiter_id()  # this process, as the holder of leases on requests
         self._steps_seen: set[tuple[str, str | None]] = set()
         self.sweeper = Sweeper(self, sweep_interval or self.settings.sweep_interval)

@@ -50,6 +50,7 @@ async def ask(
         questions=questions,
         format=format,
     )
+    inquiry = await gate.inquiry_judges.suggest(inquiry, ctx)
     spec = approvers or ReviewSpec(
         allowed_decisions=("respond", "reject"),
         forbid_self_approval=False,

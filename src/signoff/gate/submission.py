@@ -124,7 +124,7 @@ async def submit_checked(
     sub.request, sub.created = stored, created
     if not created:
         return sub
-    gate.sweeper.poke(stored.due_at)
+    gate.sweeper.poke(stored.sweep_at)
     if not gate.interactive:
         sub.request = await unattended.resolve(gate, stored)
         return sub
@@ -315,6 +315,7 @@ def build_request(
         escalate_at=escalate_at,
         policy_hash=review[0][1].policy_hash,
         inquiry=inquiry,
+        fallback=gate.inquiry_judges.fallback_for(timeout) if inquiry else None,
     )
 
 

@@ -27,6 +27,10 @@ def due_mutation(r: ApprovalRequest) -> Transition:
     return due_transition(r, utcnow()) or Transition(r, changed=False)
 
 
+def _claimed(tr: Transition) -> bool:
+    return tr.changed and any(e.event == "fallback_asked" for e in tr.events)
+
+
 class Sweeper:
     """The gate's deadline keeper; see the module docstring."""
 
@@ -57,7 +61,7 @@ class Sweeper:
             progressed = 0
             for request_id in ids:
                 try:
-                    tr = await self.gate.update(request_id, due_mutation)
+                    tr = await self.gate.update(request_id, self._mutation)
                 except RequestQuarantined:
                     failed.add(request_id)  # the store set it aside and said so once
                     continue
@@ -73,8 +77,17 @@ class Sweeper:
                     changed += 1
                     progressed += 1
                     await self.gate.after_change(tr)
+                if _claimed(tr):  # this process took the inquiry's fallback: ask its judge
+                    self.gate.inquiry_judges.start(tr.request)
             if not progressed:
                 return changed
+
+    def _mutation(self, r: ApprovalRequest) -> Transition:
+        """A deadline or escalation first; else the inquiry's fallback judge, if due."""
+        tr = due_transition(r, utcnow())
+        if tr is not None:
+            return tr
+        return self.gate.inquiry_judges.claim(r)
 
     async def start(self) -> None:
         """One pass now, then the loop (on the running loop: the gate's portal)."""
@@ -115,6 +128,7 @@ class Sweeper:
         self.gate._portal.loop.call_soon_threadsafe(wake.set)
 
     async def stop(self) -> None:
+        await self.gate.inquiry_judges.stop()
         task = self._task
         if task is None:
             return

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from signoff.model import SignoffError
 from signoff.model.intent import IntentVerdict
+
+if TYPE_CHECKING:
+    from signoff.judges.inquiry import InquiryQuestion, InquiryReply
 
 
 class JudgeError(SignoffError):
@@ -45,5 +48,10 @@ class Judge(Protocol):
     cache_identity: str
 
     async def answer(self, request: JudgeRequest) -> JudgeAnswer: ...
+
+    async def answer_inquiry(self, question: InquiryQuestion) -> InquiryReply:
+        """Answer an inquiry in a human's place (``inquiries.fallback`` / ``suggest``);
+        :class:`JudgeError` when it cannot (see :mod:`signoff.judges.inquiry`)."""
+        ...
 
     async def aclose(self) -> None: ...

@@ -13,6 +13,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from signoff.judges.base import JudgeAnswer, JudgeError, JudgeRequest
+from signoff.judges.inquiry import (
+    InquiryQuestion,
+    InquiryReply,
+    answer_schema,
+    inquiry_messages,
+    parse_reply,
+)
 from signoff.judges.parse import parse_answer
 from signoff.judges.prompt import ANSWER_SCHEMA, messages, prompt_identity
 from signoff.judges.settings import LangChainJudgeSettings
@@ -66,6 +73,27 @@ class LangChainJudge:
             return parse_answer(parsed)
         return parse_answer(_text(out.get("raw")))
 
+    async def answer_inquiry(self, question: InquiryQuestion) -> InquiryReply:
+        prompt = [dict(m) for m in inquiry_messages(question)]
+        schema = {"title": "inquiry_answer", **answer_schema(question)}
+        structured = _structured(self.model, schema)
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                if structured is not None:
+                    out = await structured.ainvoke(prompt)
+                else:
+                    out = {"raw": await self.model.ainvoke(prompt), "parsed": None}
+        except TimeoutError:
+            raise JudgeError(f"no answer within {format_duration(self.timeout_s)}") from None
+        except Exception as exc:
+            raise JudgeError(f"the chat model failed ({type(exc).__name__})") from None
+        if not isinstance(out, Mapping):
+            return parse_reply(out if isinstance(out, str | Mapping) else _text(out), question)
+        parsed = out.get("parsed")
+        if isinstance(parsed, Mapping):
+            return parse_reply(parsed, question)
+        return parse_reply(_text(out.get("raw")), question)
+
     async def aclose(self) -> None:
         return None
 
@@ -73,10 +101,10 @@ class LangChainJudge:
         return f"LangChainJudge({self.name!r}, model={self.settings.model!r})"
 
 
-def _structured(model: Any) -> Any:
+def _structured(model: Any, schema: dict[str, Any] = ANSWER_SCHEMA) -> Any:
     """The model with structured output and the raw message kept, or None if unsupported."""
     try:
-        return model.with_structured_output(ANSWER_SCHEMA, method="json_schema", include_raw=True)
+        return model.with_structured_output(schema, method="json_schema", include_raw=True)
     except (AttributeError, NotImplementedError, TypeError, ValueError):
         return None
 

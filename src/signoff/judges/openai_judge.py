@@ -19,6 +19,13 @@ from openai.types.chat import ChatCompletionMessageParam
 from openai.types.shared_params import ResponseFormatJSONSchema
 
 from signoff.judges.base import JudgeAnswer, JudgeError, JudgeRequest
+from signoff.judges.inquiry import (
+    InquiryQuestion,
+    InquiryReply,
+    answer_schema,
+    inquiry_messages,
+    parse_reply,
+)
 from signoff.judges.parse import parse_answer
 from signoff.judges.prompt import ANSWER_SCHEMA, messages, prompt_identity
 from signoff.judges.settings import OpenAIJudgeSettings
@@ -74,16 +81,29 @@ class OpenAIJudge:
             return client
 
     async def answer(self, request: JudgeRequest) -> JudgeAnswer:
+        completion = await self._complete(messages(request, self.settings.prompt), RESPONSE_FORMAT)
+        return parse_answer(_content(completion))
+
+    async def answer_inquiry(self, question: InquiryQuestion) -> InquiryReply:
+        schema = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "inquiry_answer",
+                "strict": True,
+                "schema": answer_schema(question),
+            },
+        }
+        completion = await self._complete(inquiry_messages(question), schema)
+        return parse_reply(_content(completion), question)
+
+    async def _complete(self, prompt: Any, response_format: dict[str, Any]) -> Any:
         try:
             async with asyncio.timeout(self.timeout_s):
-                completion = await self._client().chat.completions.create(
+                return await self._client().chat.completions.create(
                     model=self.model,
-                    messages=cast(
-                        "list[ChatCompletionMessageParam]",
-                        messages(request, self.settings.prompt),
-                    ),
+                    messages=cast("list[ChatCompletionMessageParam]", prompt),
                     temperature=self.settings.temperature,
-                    response_format=cast(ResponseFormatJSONSchema, RESPONSE_FORMAT),
+                    response_format=cast(ResponseFormatJSONSchema, response_format),
                 )
         except (TimeoutError, openai.APITimeoutError):
             raise JudgeError(f"no answer within {format_duration(self.timeout_s)}") from None
@@ -97,7 +117,6 @@ class OpenAIJudge:
             raise JudgeError(
                 f"the judge endpoint sent an unreadable response ({type(exc).__name__})"
             ) from None
-        return parse_answer(_content(completion))
 
     async def aclose(self) -> None:
         """Close this loop's client (clients of other loops go with their loops)."""

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from signoff.judges.base import JudgeAnswer, JudgeError, JudgeRequest
+from signoff.judges.inquiry import InquiryQuestion, InquiryReply, parse_reply
 from signoff.judges.parse import parse_answer
 from signoff.judges.settings import PythonJudgeSettings
 from signoff.policy.durations import format_duration
@@ -26,7 +27,11 @@ class PythonJudge:
     """A judge that is a Python function."""
 
     def __init__(
-        self, name: str, settings: PythonJudgeSettings, function: Callable[..., Any]
+        self,
+        name: str,
+        settings: PythonJudgeSettings,
+        function: Callable[..., Any],
+        inquiry_function: Callable[..., Any] | None = None,
     ) -> None:
         self.name = name
         self.settings = settings
@@ -36,19 +41,45 @@ class PythonJudge:
         self.cache_identity = f"python:{settings.function}"
         self._is_async = _is_async(function)
         self._two_args = _takes_two(function)
+        self.inquiry_function = inquiry_function or function
+        self._inquiry_ref = settings.inquiry_function or settings.function
 
     async def answer(self, request: JudgeRequest) -> JudgeAnswer:
         args: tuple[Any, ...] = (request,)
         if self._two_args:
             args = (request, {"user_request": request.user_request, "reasoning": request.reasoning})
+        result = await self._call(self.function, args, self.settings.function)
+        return _answer(result, self.settings.function)
+
+    async def answer_inquiry(self, question: InquiryQuestion) -> InquiryReply:
+        """``inquiry_function(inquiry, ctx)`` (or ``function``) returns the answer: a string,
+        ``{"answer": ...}``, or for a form ``{"answers": {id: ...}}``; None is no answer."""
+        fn = self.inquiry_function
+        ctx = {
+            "user_request": question.user_request,
+            "reasoning": question.reasoning,
+            **question.context,
+        }
+        args: tuple[Any, ...] = (question, ctx) if _takes_two(fn) else (question,)
+        result = await self._call(fn, args, self._inquiry_ref)
+        if isinstance(result, InquiryReply):
+            return result
+        if result is not None and not isinstance(result, str | Mapping):
+            raise JudgeError(
+                f"{self._inquiry_ref} returned {type(result).__name__}; expected a string or "
+                '{"answer": ...} / {"answers": {...}}'
+            )
+        return parse_reply(result, question, plain_text=True)
+
+    async def _call(self, fn: Callable[..., Any], args: tuple[Any, ...], ref: str) -> Any:
         try:
             async with asyncio.timeout(self.timeout_s):
-                if self._is_async:
-                    result = await self.function(*args)
-                else:
-                    result = await asyncio.to_thread(self.function, *args)
-                    if inspect.isawaitable(result):
-                        result = await result
+                if _is_async(fn):
+                    return await fn(*args)
+                result = await asyncio.to_thread(fn, *args)
+                if inspect.isawaitable(result):
+                    result = await result
+                return result
         except TimeoutError:
             raise JudgeError(f"no answer within {format_duration(self.timeout_s)}") from None
         except JudgeError:
@@ -56,10 +87,8 @@ class PythonJudge:
         except Exception as exc:
             detail = str(exc)[:200]
             raise JudgeError(
-                f"{self.settings.function} raised {type(exc).__name__}"
-                + (f": {detail}" if detail else "")
+                f"{ref} raised {type(exc).__name__}" + (f": {detail}" if detail else "")
             ) from None
-        return _answer(result, self.settings.function)
 
     async def aclose(self) -> None:
         return None

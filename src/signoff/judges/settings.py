@@ -106,6 +106,9 @@ class PythonJudgeSettings(_JudgeSettings):
 
     kind: Literal["python"]
     function: ObjectRef
+    #: Answers inquiries (``inquiries.fallback`` / ``suggest``): ``(inquiry, ctx) -> answer``;
+    #: ``function`` when not given.
+    inquiry_function: ObjectRef | None = None
 
 
 class LangChainJudgeSettings(_ModelJudgeSettings):
@@ -241,7 +244,15 @@ def build_judge(name: str, settings: JudgeSettings, *, filename: str = "signoff.
             raise PolicyError(
                 f"{settings.function} is not a function", path=f"{path}.function", file=filename
             )
-        return PythonJudge(name, settings, function)
+        inquiry_fn = None
+        if settings.inquiry_function:
+            where = f"{path}.inquiry_function"
+            inquiry_fn = resolve_object(settings.inquiry_function, where, filename)
+            if not callable(inquiry_fn):
+                raise PolicyError(
+                    f"{settings.inquiry_function} is not a function", path=where, file=filename
+                )
+        return PythonJudge(name, settings, function, inquiry_fn)
     from signoff.judges.langchain_judge import LangChainJudge, chat_model
 
     target = resolve_object(settings.model, f"{path}.model", filename)

@@ -32,6 +32,8 @@ AuditEventType = Literal[
     "reconciled",  # a human recorded the outcome of an interrupted execution
     "intent_checked",  # an intent judge answered about a call (verdict, reason, latency)
     "stage_started",  # a call's approval chain moved to (or restarted at) a stage
+    "fallback_asked",  # an inquiry nobody answered in time was handed to its fallback judge
+    "fallback_failed",  # ... and the judge gave no valid answer: it stays with the humans
 ]
 
 

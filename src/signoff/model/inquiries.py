@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -309,3 +310,28 @@ def answer_text(answers: Answers | None, message: str | None) -> str | None:
         return message
     parts = [f"{k}: {', '.join(v) if isinstance(v, list) else v}" for k, v in answers.items()]
     return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------- the fallback judge
+FallbackState = Literal["waiting", "asking", "answered", "failed"]
+
+
+class InquiryFallback(_Model):
+    """When a judge answers an inquiry nobody answered (``inquiries.fallback``), and how far
+    it got. Stored on the request, so the time survives restarts and the sweeper of any
+    process (or replica) can take it; ``asking`` is a claim until ``claimed_until``."""
+
+    judge: str
+    at: datetime
+    state: FallbackState = "waiting"
+    claimed_until: datetime | None = None
+    attempts: int = 0
+    error: str | None = None
+
+    def due(self) -> datetime | None:
+        """When the sweeper must look next for the fallback (None: nothing left to do)."""
+        if self.state == "waiting":
+            return self.at
+        if self.state == "asking":
+            return self.claimed_until
+        return None

@@ -16,7 +16,7 @@ from signoff.model import chains
 from signoff.model._clone import clone
 from signoff.model.grants import GrantRequest
 from signoff.model.identity import PersonKey, person_key, same_person
-from signoff.model.inquiries import Answers, Inquiry
+from signoff.model.inquiries import Answers, Inquiry, InquiryFallback
 from signoff.model.verdicts import Approvers, DecisionType, OnTimeout, ReviewSpec, Risk
 
 RequestKind = Literal["tool_call", "inquiry"]
@@ -280,6 +280,8 @@ class ApprovalRequest(_Model):
     decisions: list[DecisionRecord] = Field(default_factory=list)
     policy_hash: str = ""
     inquiry: Inquiry | None = None
+    # inquiries.fallback: when a judge answers if no human has (on the wire only when set)
+    fallback: InquiryFallback | None = Field(default=None, exclude_if=lambda v: v is None)
     version: int = 0
     # The process waiting on this request holds a lease it renews while it waits; once the
     # lease has lapsed (the agent crashed), a restarted agent asking the same thing re-attaches
@@ -317,6 +319,14 @@ class ApprovalRequest(_Model):
         if self.escalate_at is not None and not self.escalated:
             return min(self.escalate_at, self.expires_at)
         return self.expires_at
+
+    @property
+    def sweep_at(self) -> datetime:
+        """When the sweeper must next look: :attr:`due_at`, or earlier for an inquiry's
+        fallback judge (the stores index this time; waiters keep to :attr:`due_at`)."""
+        due = self.due_at
+        fallback = self.fallback.due() if self.fallback is not None else None
+        return min(due, fallback) if fallback is not None else due
 
     @property
     def pending_call_ids(self) -> list[str]:

@@ -105,6 +105,14 @@ SECTIONS: tuple[Section, ...] = (
         checker="signoff.judges.settings:check_sections",
     ),
     Section(
+        "inquiries",
+        "runtime",
+        "Judges that stand in for humans on inquiries: `fallback` (`judge`, `after`: the "
+        "judge answers when nobody did in time) and `suggest` (`judge`: pre-fills "
+        "`default_answer`).",
+        checker="signoff.gate.inquiry_settings:check_sections",
+    ),
+    Section(
         "mcp",
         "runtime",
         "`signoff mcp-proxy`: gating of resource reads and prompt gets by URI or name glob "

@@ -20,6 +20,7 @@ from typing import Any
 from markupsafe import Markup
 
 from signoff.model import Answers, ApprovalRequest, CallState, Inquiry, ReviewConfig, chains
+from signoff.model.fallback import shown_actor
 from signoff.model.text import ABSENT, changed_args, inert
 from signoff.policy.redact import REDACTED as REDACTED  # what a masked value looks like
 from signoff.policy.redact import NameMatcher, mask, restore
@@ -132,7 +133,7 @@ def present(
             risk=action.risk,
             args_json=pretty(redact(runs, secret_key)),
             resolution=state.resolution,
-            by=state.resolved_by,
+            by=shown_actor(state.resolved_by) if state.resolved_by else None,
             at=state.resolved_at,
             message=state.message,
             quorum=state.quorum,
@@ -404,5 +405,5 @@ def _parse(name: str, kind: FieldKind, raw: str) -> Any:
 def outcome_text(state: CallState) -> str:
     if state.resolution is None:
         return "waiting"
-    who = f" by {state.resolved_by}" if state.resolved_by else ""
+    who = f" by {shown_actor(state.resolved_by)}" if state.resolved_by else ""
     return f"{state.resolution}{who}"

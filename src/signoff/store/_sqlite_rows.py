@@ -182,7 +182,7 @@ def insert_request(
                 request.thread,
                 request.status,
                 epoch(request.created_at),
-                epoch(request.due_at),
+                epoch(request.sweep_at),
                 request.version,
                 request.model_dump_json(),
             ),
@@ -206,7 +206,7 @@ def update_doc(conn: sqlite3.Connection, request: ApprovalRequest, old_version: 
         "WHERE id = ? AND version = ?",
         (
             request.status,
-            epoch(request.due_at),
+            epoch(request.sweep_at),
             request.version,
             request.model_dump_json(),
             request.id,

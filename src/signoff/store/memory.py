@@ -178,12 +178,12 @@ class MemoryStore(MemoryOutbox):
 
     async def due_requests(self, now: datetime, limit: int = 100) -> list[str]:
         with self._lock:
-            due = sorted((r.due_at, r.id) for r in self._requests.values() if r.pending)
+            due = sorted((r.sweep_at, r.id) for r in self._requests.values() if r.pending)
         return [request_id for due_at, request_id in due if due_at <= now][:limit]
 
     async def next_due_at(self) -> datetime | None:
         with self._lock:
-            return min((r.due_at for r in self._requests.values() if r.pending), default=None)
+            return min((r.sweep_at for r in self._requests.values() if r.pending), default=None)
 
     # ---------------------------------------------------------------- grants
     async def create_grant(self, grant: Grant, events: list[AuditEvent]) -> Grant:

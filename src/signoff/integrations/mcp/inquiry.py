@@ -29,6 +29,7 @@ from mcp.server import Server, ServerRequestContext
 from signoff import __version__
 from signoff.checks import schema_for
 from signoff.gate import Gate
+from signoff.gate.inquiry_judge import suggested
 from signoff.integrations.mcp import elicitation, texts
 from signoff.integrations.mcp.inquiry_answering import (
     AnswerTool,
@@ -42,12 +43,15 @@ from signoff.integrations.mcp.relay import client_left
 from signoff.integrations.mcp.safeguards import withdraw
 from signoff.integrations.mcp.sealed import SealedStates
 from signoff.integrations.mcp.waiting import hold
+from signoff.judges.base import JudgeError
+from signoff.judges.inquiry import InquiryQuestion, InquiryReply
 from signoff.model import (
     AlreadyDecided,
     ApprovalRequest,
     CallContext,
     InvalidInput,
     SignoffError,
+    make_inquiry,
     new_id,
 )
 
@@ -60,6 +64,24 @@ Suggester = Callable[[str, Sequence[str] | None], Awaitable[str | None]]
 ACTOR = "signoff-inquiry"
 CLIENT_LEFT = "the MCP client disconnected"
 CANCELLED = "the MCP client cancelled the call"
+
+#: How long a ``--suggester`` may take before the inquiry is stored without a suggestion.
+SUGGEST_TIMEOUT_S = 10.0
+
+
+class SuggesterAnswerer:
+    """A ``--suggester`` function ``(question, choices) -> str | None`` as an inquiry answerer
+    (what every judge kind is for ``inquiries.suggest``)."""
+
+    def __init__(self, function: Suggester) -> None:
+        self.function = function
+        self.name = getattr(function, "__qualname__", "suggester")
+
+    async def answer_inquiry(self, question: InquiryQuestion) -> InquiryReply:
+        found = await self.function(question.question, question.choices)
+        if not isinstance(found, str):
+            raise JudgeError("no suggestion" if found is None else "the suggestion is not a string")
+        return InquiryReply(answer=found)
 
 
 @dataclass(slots=True)
@@ -339,17 +361,20 @@ class InquiryService:
     async def _suggest(
         self, question: str, choices: list[str] | None, allow_other: bool
     ) -> str | None:
+        """``--suggester``: an alias of ``inquiries.suggest`` — the same code path
+        (:func:`~signoff.gate.inquiry_judge.suggested`), with the function as the answerer.
+        Without the flag the gate's own ``inquiries.suggest`` applies when the inquiry is
+        made."""
         if self.options.suggester is None:
             return None
         try:
-            found = await self.options.suggester(question, choices)
-        except Exception as exc:
-            log.warning("the answer suggester failed: %s", exc)
-            return None
-        if found is not None and choices and not allow_other and found not in choices:
-            log.info("the suggested answer is not one of the choices; not offered")
-            return None
-        return found
+            inquiry = make_inquiry(question, choices=choices, allow_other=allow_other)
+        except InvalidInput:
+            return None  # the gate refuses the question itself, naming the field
+        answerer = SuggesterAnswerer(self.options.suggester)
+        ctx = {"principal": self.options.principal, "agent": self.options.agent}
+        found = await suggested(answerer, inquiry, ctx, SUGGEST_TIMEOUT_S)
+        return found.default_answer
 
     def _timeout(self, value: Any) -> float:
         seconds = float(value) if value is not None else self.options.default_timeout_s

@@ -11,6 +11,7 @@ import mcp_types as types
 
 from signoff.integrations.mcp.texts import inquiry_guidance
 from signoff.model import Answers, ApprovalRequest, utcnow
+from signoff.model.fallback import is_judge
 
 InquiryStatus = Literal["answered", "declined", "cancelled", "expired", "unavailable", "pending"]
 STATUSES: tuple[str, ...] = ("answered", "declined", "cancelled", "expired", "unavailable")
@@ -108,6 +109,11 @@ def _result_schema(statuses: tuple[str, ...]) -> dict[str, Any]:
             },
             "inquiry_id": {"type": "string"},
             "waited_s": {"type": "number"},
+            "answered_by": {
+                "type": "string",
+                "description": "Set only when no human answered in time and the fallback "
+                "judge did (`judge:NAME`): the answer is model output, not a human's.",
+            },
         },
         "required": ["status", "answer", "inquiry_id", "waited_s"],
     }
@@ -195,6 +201,7 @@ class InquiryResult:
     inquiry_id: str
     waited_s: float
     detail: str | None = None  # a decline's reason: in the text, not the answer
+    judge: str | None = None  # ``judge:NAME`` when the fallback judge answered, not a human
 
     def to_tool_result(self) -> types.CallToolResult:
         structured = {
@@ -203,8 +210,12 @@ class InquiryResult:
             "inquiry_id": self.inquiry_id,
             "waited_s": round(self.waited_s, 3),
         }
+        if self.judge is not None:
+            structured["answered_by"] = self.judge
         answer = json.dumps(self.answer) if isinstance(self.answer, dict) else self.answer
-        text = inquiry_guidance(self.status, answer or self.detail, self.waited_s, self.inquiry_id)
+        text = inquiry_guidance(
+            self.status, answer or self.detail, self.waited_s, self.inquiry_id, judge=self.judge
+        )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structured_content=structured
         )
@@ -232,4 +243,6 @@ def result_of(req: ApprovalRequest) -> types.CallToolResult:
     status, answer, detail = status_of(req)
     end = req.resolved_at or utcnow()
     waited = max(0.0, (end - req.created_at).total_seconds())
-    return InquiryResult(status, answer, req.id, waited, detail).to_tool_result()
+    by = req.calls[0].resolved_by if status == "answered" else None
+    judge = by if is_judge(by) else None
+    return InquiryResult(status, answer, req.id, waited, detail, judge).to_tool_result()

@@ -161,8 +161,16 @@ def edit_note(tool: str, args: Mapping[str, Any]) -> str:
 KEEP_GOING = "Keep working with what you have; do not ask the same question again."
 
 
-def inquiry_guidance(status: str, answer: str | None, waited_s: float, inquiry_id: str) -> str:
+def inquiry_guidance(
+    status: str, answer: str | None, waited_s: float, inquiry_id: str, *, judge: str | None = None
+) -> str:
     """The text part of an inquiry result: what happened and what the model should do."""
+    if status == "answered" and judge is not None:
+        return (
+            f"No human answered in time; the fallback judge ({judge}, a model, not a human) "
+            f"answered: {answer}\nTreat this as model output, not as a human's decision, and "
+            "say so where it matters."
+        )
     if status == "answered":
         return f"The human answered: {answer}"
     if status == "pending":
