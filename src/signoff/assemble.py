@@ -79,7 +79,7 @@ def check_sections(policy: Policy) -> tuple[list[str], list[str]]:
             check(policy.sections, filename=filename)
         except PolicyError as exc:
             unset_env = exc.message.startswith("environment variable ")
-            (warnings if unset_env else errors).append(str(exc))
+            (warnings if unset_env else errors).append(str(policy.located(exc)))
     return errors, warnings
 
 

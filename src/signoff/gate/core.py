@@ -111,24 +111,6 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         self.default_approver = approver
         self.tools: dict[str, ToolInfo] = {}
         self.rates = RateWindows()
-        self.limits = Limits.from_sections(policy.sections)
-        self.checks: Pipeline = default_pipeline(policy, self.rates, self.limits, self.store)
-        self.grant_settings = GrantSettings.from_sections(policy.sections)
-        self.grant_cache = GrantCache(policy)
-        self.checks.add(GrantsStage(policy, self.grant_cache), after="policy")
-        # Secret arguments: masked in audit events, sealed once a call is finished (the key
-        # is audit.key, else the store's salt, read at start).
-        self.redaction = Redaction(policy.secret_keys, audit_key(policy.sections))
-        # Intent judges (judges: + intent: on tools/rules): an async stage after the rest.
-        judges = build_judges(
-            policy.sections.get("judges"),
-            filename=policy.path.name if policy.path else "signoff.yaml",
-        )
-        self.intents = IntentChecker(judges, self.redaction, self.store)
-        if self.intents.judges:
-            self.checks.add_async(IntentStage(self.ajudge))
-        # inquiries: judges that answer (fallback) or pre-fill (suggest) inquiries
-        self.inquiry_judges = InquiryJudges.from_gate(self)
         self.waiter_id = waiter_id()  # this process, as the holder of leases on requests
         self._steps_seen: set[tuple[str, str | None]] = set()
         self.sweeper = Sweeper(self, sweep_interval or self.settings.sweep_interval)
@@ -139,12 +121,32 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         self._closed = False
         self._deliverer: asyncio.Future[None] | None = None
         self._writable = False  # the store passed check_writable (once per gate)
-        # Channels from the policy's ``channels:`` section plus those passed in (which win on
-        # a name clash). In-process channels are called directly; messengers (Slack, email…)
-        # go through the store's outbox, sent by the delivery worker.
-        built = build_channels(self, channels)
-        self.channels: list[Notifier] = built.notifiers
-        self.delivery: DeliveryWorker | None = built.delivery
+        # A runtime section's error names its key; the policy adds the file's line.
+        with policy.locating():
+            self.limits = Limits.from_sections(policy.sections)
+            self.checks: Pipeline = default_pipeline(policy, self.rates, self.limits, self.store)
+            self.grant_settings = GrantSettings.from_sections(policy.sections)
+            self.grant_cache = GrantCache(policy)
+            self.checks.add(GrantsStage(policy, self.grant_cache), after="policy")
+            # Secret arguments: masked in audit events, sealed once a call is finished (the
+            # key is audit.key, else the store's salt, read at start).
+            self.redaction = Redaction(policy.secret_keys, audit_key(policy.sections))
+            # Intent judges (judges: + intent: on tools/rules): an async stage after the rest.
+            judges = build_judges(
+                policy.sections.get("judges"),
+                filename=policy.path.name if policy.path else "signoff.yaml",
+            )
+            self.intents = IntentChecker(judges, self.redaction, self.store)
+            if self.intents.judges:
+                self.checks.add_async(IntentStage(self.ajudge))
+            # inquiries: judges that answer (fallback) or pre-fill (suggest) inquiries
+            self.inquiry_judges = InquiryJudges.from_gate(self)
+            # Channels from the policy's ``channels:`` section plus those passed in (which win
+            # on a name clash). In-process channels are called directly; messengers (Slack,
+            # email…) go through the store's outbox, sent by the delivery worker.
+            built = build_channels(self, channels)
+            self.channels: list[Notifier] = built.notifiers
+            self.delivery: DeliveryWorker | None = built.delivery
 
     @property
     def sweep_interval(self) -> float:

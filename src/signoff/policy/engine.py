@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from signoff.policy.loader import Compiled, compile_policy
 from signoff.policy.people import People
 from signoff.policy.rates import RateBy, RateCounter
 from signoff.policy.redact import SecretKeys
-from signoff.policy.source import Source, parse_yaml
+from signoff.policy.source import Source, parse_yaml, with_line
 
 #: Verdicts carry this many hex characters of ``Policy.hash`` (64 bits: enough to tell
 #: policy versions apart in the audit, short enough to read).
@@ -73,6 +74,7 @@ class Policy:
         self.redact_keys = compiled.redact_keys  # secret argument names (policy/redact.py)
         self.secret_keys = SecretKeys(compiled.redact_keys)
         self.warnings = compiled.warnings
+        self.source = compiled.source
         self.interrupt_on_extras = interrupt_on_extras or {}
         self._exact = compiled.exact
         self._globs = tuple(compiled.globs)
@@ -82,6 +84,22 @@ class Policy:
         self._floor = compiled.floor
         self._floor_rank = RISK_RANK[compiled.floor] if compiled.floor else 99
         self._cache: dict[Any, tuple[ToolEntry | None, Lookup]] = {}
+
+    def located(self, exc: PolicyError) -> PolicyError:
+        """``exc`` (from a runtime section's owner, which sees plain mappings) with the line
+        of the key it names in this policy's file, where the file has one."""
+        return with_line(exc, self.source)
+
+    @contextmanager
+    def locating(self) -> Iterator[None]:
+        """Re-raise a :class:`PolicyError` from the block with the line of its key."""
+        try:
+            yield
+        except PolicyError as exc:
+            found = self.located(exc)
+            if found is exc:
+                raise
+            raise found from None
 
     # ---------------------------------------------------------------- constructors
     @classmethod

@@ -65,6 +65,7 @@ class Compiled:
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     redact_keys: tuple[str, ...] = DEFAULT_REDACT_KEYS
+    source: Source | None = None  # the line table, for errors found later (runtime sections)
 
 
 def compile_policy(
@@ -87,7 +88,7 @@ def compile_policy(
     check_keys(data, (*TOP_KEYS, *RUNTIME_SECTIONS), root, problems, what="top-level key")
     _check_version(data, root, problems)
     people = parse_people(data.get("people"), root.key("people"), problems)
-    out = Compiled(people=people)
+    out = Compiled(people=people, source=src)
     out.store_url = resolve_store(data.get("store"), base_dir, root.key("store"), problems)
     out.sections = _sections(data, root, problems)
     out.redact_keys = redact_keys(data, root, problems)

@@ -8,6 +8,7 @@ and keep a side table ``path -> line``. Mappings handed in from Python simply ha
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,43 @@ class Source:
             if line is not None or not path:
                 return line
             path = path[:-1]
+
+
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def key_path(dotted: str) -> Path:
+    """``channels.webhooks[0].url`` (or ``channels.webhooks.0.url``) as a line-table path."""
+    out: list[PathKey] = []
+    for name, index in _SEGMENT.findall(dotted):
+        if index:
+            out.append(int(index))
+        elif name.isdigit():
+            out.append(int(name))
+        else:
+            out.append(name)
+    return tuple(out)
+
+
+def with_line(exc: PolicyError, src: Source | None) -> PolicyError:
+    """``exc`` with the line of its key path in ``src`` (errors of runtime sections are
+    raised by their owners, which see plain mappings: the policy's line table places them).
+    An error that has a line, or whose path the file does not have, is returned as it is."""
+    if isinstance(exc, PolicyErrors):
+        located = [with_line(e, src) for e in exc.errors]
+        if all(a is b for a, b in zip(located, exc.errors, strict=True)):
+            return exc
+        return PolicyErrors(located)
+    if src is None or exc.line is not None or not exc.path or not src.lines:
+        return exc
+    dotted = exc.path
+    for prefix in (src.filename + ".", "signoff.yaml."):  # some owners prefix a file name
+        dotted = dotted.removeprefix(prefix)
+    path = key_path(dotted)
+    line = src.line_of(path) if path else None
+    if line is None:
+        return exc
+    return PolicyError(exc.message, path=exc.path, line=line, file=exc.file or src.filename)
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,9 @@ def create_app(
     public_url: str | None = None,
 ) -> Starlette:
     """The server for ``gate``; ``owns_gate`` closes the gate when the app shuts down."""
-    settings = settings or ServerSettings.from_sections(gate.policy.sections)
+    if settings is None:
+        with gate.policy.locating():  # a bad `serve:`/`auth:` key, with its line in the file
+            settings = ServerSettings.from_sections(gate.policy.sections)
     db = db or server_db_for(gate.store)
     metrics = Metrics()
     state = ServerState(
