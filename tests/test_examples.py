@@ -57,3 +57,17 @@ def test_non_interactive_shell_example_runs_only_allow_listed_commands() -> None
     assert "it contains a redirect `>`" in lines[2]
     assert lines[3].startswith("refused {'file_path'") and "no human is available" in lines[3]
     assert lines[4] == "files: ['notes.txt']"
+
+
+def test_inquiry_fallback_example_is_answered_by_the_judge() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "inquiry_fallback.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("asked req_") and lines[0].endswith("nobody answers…")
+    assert lines[1] == "answer: 'eu', by judge:regions (a model, not a human)"
