@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from signoff.channels import DeliveryError
 
 if TYPE_CHECKING:
     import httpx
@@ -49,3 +51,13 @@ class CachedToken:
 
     def clear(self) -> None:
         self._value, self._until = None, 0.0
+
+
+def token_in(data: dict[str, Any], key: str, expires_key: str, channel: str) -> tuple[str, float]:
+    """The token and its lifetime in seconds from a platform's token response (600 s when
+    it gives none); a response without a token is a retryable delivery error."""
+    value = data.get(key)
+    if not isinstance(value, str) or not value:
+        raise DeliveryError(f"{channel} token: no {key}", retryable=True)
+    expires = data.get(expires_key)
+    return value, float(expires) if isinstance(expires, int | float) else 600.0

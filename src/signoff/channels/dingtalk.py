@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from signoff.channels import DeliveryError, Inbound, Outgoing, Reply, Target, message
-from signoff.channels._apptoken import CachedToken
+from signoff.channels._apptoken import CachedToken, token_in
 from signoff.channels._http import request as http_request
 from signoff.channels.config import DingTalkConfig, missing_secrets
 from signoff.channels.inbound import ReplayGuard, decide_as, person_by
@@ -143,11 +143,7 @@ class DingTalkChannel:
             {"appKey": self.config.app_key, "appSecret": self.config.app_secret.value()},
             auth=False,
         )
-        value = data.get("accessToken")
-        if not isinstance(value, str) or not value:
-            raise DeliveryError("dingtalk token: no accessToken", retryable=True)
-        expire = data.get("expireIn")
-        return value, float(expire) if isinstance(expire, int | float) else 600.0
+        return token_in(data, "accessToken", "expireIn", "dingtalk")
 
     async def _api(
         self,

@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from signoff.channels import DeliveryError, Inbound, Outgoing, Reply, Target, message
-from signoff.channels._apptoken import CachedToken
+from signoff.channels._apptoken import CachedToken, token_in
 from signoff.channels._http import request as http_request
 from signoff.channels.config import FeishuConfig, missing_secrets
 from signoff.channels.inbound import (
@@ -194,11 +194,7 @@ class FeishuChannel:
             {"app_id": self.config.app_id, "app_secret": self.config.app_secret.value()},
             auth=False,
         )
-        token = data.get("tenant_access_token")
-        if not isinstance(token, str) or not token:
-            raise DeliveryError("feishu token: no tenant_access_token", retryable=True)
-        expire = data.get("expire")
-        return token, float(expire) if isinstance(expire, int | float) else 600.0
+        return token_in(data, "tenant_access_token", "expire", "feishu")
 
     async def _api(
         self,
