@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from signoff.channels import message
 from signoff.model import ApprovalRequest, DecisionError, chains
-from signoff.model.identity import person_key
-from signoff.model.resolution import may_decide
+from signoff.model.identity import PersonKey, person_key
+from signoff.model.resolution import is_self_approval, may_decide
 from signoff.model.text import inert
 
 if TYPE_CHECKING:
@@ -170,20 +170,23 @@ def principal_may_decide(policy: Policy, req: ApprovalRequest, principal: str) -
     return True
 
 
-def needs_person(req: ApprovalRequest, person: str, roles: Collection[str]) -> list[str]:
+def needs_person(
+    req: ApprovalRequest, person: str, roles: Collection[str], key: PersonKey = person_key
+) -> list[str]:
     """The undecided calls ``person`` may approve now: admitted (for a chain, by the stage now
-    asked), not yet counted, and not their own request where self-approval is forbidden."""
+    asked), not yet counted, and not their own request where self-approval is forbidden.
+    ``key`` compares names the policy's way (aliases)."""
     found = []
     for call_id in req.pending_call_ids:
         cfg, call = req.config(call_id), req.call(call_id)
-        if chains.done_with(cfg, call, person, person_key):
+        if chains.done_with(cfg, call, person, key):
             continue
-        if cfg.forbid_self_approval and person == req.principal.id:
+        if is_self_approval(cfg, req, person, key):
             continue
-        if may_decide(cfg, req, person, roles) is not None:
+        if may_decide(cfg, req, person, roles, key) is not None:
             continue
         if cfg.approvers.chained and chains.refusal(
-            cfg, call, person, roles, escalated=req.escalated
+            cfg, call, person, roles, escalated=req.escalated, key=key
         ):
             continue
         found.append(call_id)

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from signoff.channels.menu import needs_person
 from signoff.model import ApprovalRequest, chains, same_person
 from signoff.model.resolution import is_self_approval, may_decide
 from signoff.server.errors import forbidden
@@ -46,16 +47,7 @@ def awaits_approval(who: Identity, req: ApprovalRequest) -> bool:
     """Whether ``who`` could approve some call now — the inbox's "needs you". Narrower than
     :func:`decidable_calls`: a later stage of a chain, or a requester who may only reject
     their own call, may reject now but is not the one the call waits for."""
-    for call_id in decidable_calls(who, req):
-        cfg, call = req.config(call_id), req.call(call_id)
-        if is_self_approval(cfg, req, who.name, who.key):
-            continue
-        if cfg.approvers.chained and chains.refusal(
-            cfg, call, who.name, who.roles, escalated=req.escalated, key=who.key
-        ):
-            continue
-        return True
-    return False
+    return who.approver and bool(needs_person(req, who.name, who.roles, who.key))
 
 
 def self_approval_only_reject(who: Identity, req: ApprovalRequest, tool_call_id: str) -> bool:
