@@ -7,7 +7,9 @@
 * **update**: the mutation is Python (the shared state machine), so it is a read, then one
   conditional statement ``UPDATE … WHERE id = $1 AND version = $2`` that also writes grants
   and audit rows and NOTIFYs — all only when the version still matched (first decision wins;
-  a loser re-reads and the state machine refuses it).
+  a loser re-reads and the state machine refuses it). When this process wrote the row last,
+  the read is skipped (:mod:`._written`): one round trip. A valid document written clears a
+  quarantine mark, as a read that parses it does.
 * **claim due**: ``FOR UPDATE SKIP LOCKED`` plus a short lease in the row, so the sweepers of
   several replicas take disjoint requests without a leader, and a replica that dies holding
   a lease only delays those requests until it ends (database clock).
@@ -59,7 +61,7 @@ _UPDATE = (
 WITH u AS (
     UPDATE {s}.requests
     SET status = %(status)s, due_at = %(due_at)s, version = %(version)s, doc = %(doc)s::json,
-        claimed_by = NULL, claimed_until = NULL
+        claimed_by = NULL, claimed_until = NULL, quarantined_at = NULL, quarantine_reason = NULL
     WHERE id = %(id)s AND version = %(old_version)s
     RETURNING id),
 """

@@ -83,6 +83,7 @@ from signoff.store._pg_sql import Statements
 from signoff.store._pg_wake import Wakeups
 from signoff.store._quarantine import QuarantineLog, Unreadable, cancelled_event, split, to_request
 from signoff.store._waiting import wait_until_terminal
+from signoff.store._written import WrittenDocs
 from signoff.store.audit import GENESIS_HASH, ChainVerifier
 from signoff.store.base import (
     PROMPT_KINDS,
@@ -161,6 +162,8 @@ class PostgresStore:
         self.migrations_applied: list[int] = []
         self._retries = 0
         self._quarantine_log = QuarantineLog()
+        self._written = WrittenDocs()
+        self._unread_updates = 0
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact(self.dsn)!r}, schema={self.schema!r})"
@@ -354,6 +357,11 @@ class PostgresStore:
 
         async def job() -> Transition:
             async with self._conn("updating a request") as conn:
+                written = self._written.take(request_id)
+                if written is not None:  # this process wrote it last: try without a read
+                    transition = await self._write_unread(conn, request_id, mutate, written)
+                    if transition is not None:
+                        return transition
                 for _ in range(_MAX_ATTEMPTS):
                     found = await self._read(conn, request_id, "updating a request")
                     if found is None:
@@ -363,7 +371,7 @@ class PostgresStore:
                     if not transition.changed:
                         return transition
                     if await self._write(conn, request_id, transition, old_version):
-                        self._wake.committed(transition.request, transition.events)
+                        self._committed(transition)
                         return transition
                     self._retries += 1
             raise StoreError(
@@ -371,6 +379,29 @@ class PostgresStore:
             )
 
         return await self._call(job, write=True)
+
+    async def _write_unread(
+        self, conn: Conn, request_id: str, mutate: Mutation, written: ApprovalRequest
+    ) -> Transition | None:
+        """``mutate`` the document this process wrote last and write it if the row is still
+        that version; None when the caller must read the row (it changed since, or the
+        mutation refused or changed nothing — a newer row may allow it)."""
+        old_version = written.version  # (a mutation may change its input in place)
+        try:
+            transition = mutate(written)
+        except Exception:  # decided again on the row as stored, which raises if it must
+            return None
+        if not transition.changed:
+            return None
+        if not await self._write(conn, request_id, transition, old_version):
+            return None
+        self._unread_updates += 1
+        self._committed(transition)
+        return transition
+
+    def _committed(self, transition: Transition) -> None:
+        self._written.keep(transition.request)
+        self._wake.committed(transition.request, transition.events)
 
     async def _read(
         self, conn: Conn, request_id: str, where: str
@@ -985,6 +1016,7 @@ class PostgresStore:
             "rechecked_wakes": self._wake.rechecked_wakes,
             "replayed_to_listeners": self._wake.replayed,
             "update_retries": self._retries,
+            "updates_without_read": self._unread_updates,
             "audit_queued": len(self._batcher),
             "audit_batches": self._batcher.batches,
             "audit_batched_events": self._batcher.batched_events,

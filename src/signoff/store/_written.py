@@ -1,0 +1,47 @@
+"""The last version of each request this process wrote, so the next update can skip its read.
+
+An update is read → ``mutate`` → conditional write (``… WHERE version = read version``). When
+this process wrote the row last, the read returns what it wrote: the store keeps that document
+here (its own copy, keyed by id, with its version) and runs ``mutate`` on a copy of it, then
+the same conditional write. If anything else wrote the row since (another replica, the CLI, a
+sweeper), the version no longer matches, nothing is written, and the store falls back to the
+read path — so a stale entry costs one wasted statement, never a wrong write. Only a *changed*
+transition whose write matched is trusted: a mutation that refuses or changes nothing on the
+cached copy is run again on the row as stored, since a newer row may allow it.
+
+Only documents that were read back from the row (parsed) and then changed by the state
+machine are remembered, never a new request as submitted: a document the store cannot read
+back (say, nested too deep for the parser) must be quarantined by the read, not written over.
+
+Bounded (least recently used go first); owned by one event loop (no locking).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from signoff.model import ApprovalRequest
+
+
+class WrittenDocs:
+    def __init__(self, capacity: int = 4096) -> None:
+        self._docs: OrderedDict[str, ApprovalRequest] = OrderedDict()
+        self._capacity = capacity
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def keep(self, request: ApprovalRequest) -> None:
+        """Remember ``request`` as stored now (a private copy: the caller keeps its object)."""
+        self._docs[request.id] = request.copy_for_update()
+        self._docs.move_to_end(request.id)
+        while len(self._docs) > self._capacity:
+            self._docs.popitem(last=False)
+
+    def take(self, request_id: str) -> ApprovalRequest | None:
+        """The remembered document, removed (the caller may change it; :meth:`keep` what it
+        then writes)."""
+        return self._docs.pop(request_id, None)
+
+    def forget(self, request_id: str) -> None:
+        self._docs.pop(request_id, None)
