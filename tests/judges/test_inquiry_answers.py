@@ -19,7 +19,7 @@ from signoff.judges.base import JudgeError
 from signoff.judges.inquiry import SYSTEM_PROMPT, InquiryQuestion, answer_schema, parse_reply
 from signoff.judges.openai_judge import OpenAIJudge
 from signoff.judges.settings import build_judges
-from signoff.model import ApprovalRequest
+from signoff.model import ApprovalRequest, PolicyError
 from signoff.store import AuditQuery, MemoryStore
 from tests.judges import fake_openai as fake
 from tests.judges.fake_openai import FakeOpenAI
@@ -192,3 +192,61 @@ async def test_langchain_judge_answers_an_inquiry() -> None:
     assert (await judge.answer_inquiry(SINGLE)).answer == "us"
     [[system, _human]] = seen
     assert isinstance(system, SystemMessage) and system.content == SYSTEM_PROMPT
+
+
+async def test_inquiry_prompt_replaces_only_the_system_prompt(fake_openai: FakeOpenAI) -> None:
+    custom = "Answer for the ops team; when unsure pick the first choice."
+    built = build_judges(
+        {
+            "fast": {
+                "kind": "openai",
+                "base_url": fake_openai.base_url,
+                "model": "m",
+                "prompt": "an intent prompt, not used for inquiries",
+                "inquiry_prompt": custom,
+            }
+        }
+    )
+    judge = built["fast"]
+    assert isinstance(judge, OpenAIJudge)
+    try:
+        fake_openai.reply = fake.content(json.dumps({"answer": "eu"}))
+        assert (await judge.answer_inquiry(SINGLE)).answer == "eu"
+    finally:
+        await judge.aclose()
+    [got] = fake_openai.received
+    system, user = got.messages
+    assert system["content"] == custom
+    # the data blocks, their escaping and the binding schema stay ours
+    assert blocks(user["content"])["question"] == HOSTILE
+    schema = got.body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["answer"]["enum"] == ["eu", "us"]
+
+
+async def test_langchain_inquiry_prompt_is_its_system_message() -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
+    from signoff.integrations.langchain.testing import ScriptedChatModel
+    from signoff.judges.langchain_judge import LangChainJudge
+    from signoff.judges.settings import LangChainJudgeSettings
+
+    seen: list[Any] = []
+
+    def script(messages: Sequence[BaseMessage]) -> AIMessage:
+        seen.append(list(messages))
+        return AIMessage(content='{"answer": "us"}')
+
+    judge = LangChainJudge(
+        "chat",
+        LangChainJudgeSettings(kind="langchain", model="x:m", inquiry_prompt="Be brief."),
+        ScriptedChatModel(script=script),
+    )
+    assert (await judge.answer_inquiry(SINGLE)).answer == "us"
+    [[system, _human]] = seen
+    assert isinstance(system, SystemMessage) and system.content == "Be brief."
+
+
+def test_a_python_judge_has_no_inquiry_prompt() -> None:
+    with pytest.raises(PolicyError, match="inquiry_prompt"):
+        build_judges({"f": {"kind": "python", "function": "x:y", "inquiry_prompt": "x"}})

@@ -112,10 +112,11 @@ def user_message(q: InquiryQuestion) -> str:
     return "\n".join(blocks)
 
 
-def inquiry_messages(q: InquiryQuestion) -> list[Message]:
-    """The chat messages asking a judge to answer ``q``."""
+def inquiry_messages(q: InquiryQuestion, system: str | None = None) -> list[Message]:
+    """The chat messages asking a judge to answer ``q`` (``system``: the judge's
+    ``inquiry_prompt``, else ours)."""
     return [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": system or SYSTEM_PROMPT},
         {"role": "user", "content": user_message(q)},
     ]
 

@@ -74,7 +74,7 @@ class LangChainJudge:
         return parse_answer(_text(out.get("raw")))
 
     async def answer_inquiry(self, question: InquiryQuestion) -> InquiryReply:
-        prompt = [dict(m) for m in inquiry_messages(question)]
+        prompt = [dict(m) for m in inquiry_messages(question, self.settings.inquiry_prompt)]
         schema = {"title": "inquiry_answer", **answer_schema(question)}
         structured = _structured(self.model, schema)
         try:

@@ -93,7 +93,9 @@ class OpenAIJudge:
                 "schema": answer_schema(question),
             },
         }
-        completion = await self._complete(inquiry_messages(question), schema)
+        completion = await self._complete(
+            inquiry_messages(question, self.settings.inquiry_prompt), schema
+        )
         return parse_reply(_content(completion), question)
 
     async def _complete(self, prompt: Any, response_format: dict[str, Any]) -> Any:

@@ -16,6 +16,7 @@ judges:
     kind: langchain
     model: myorg.models:judge_model   # a BaseChatModel, or a zero-argument callable giving one
     prompt: "..."                # openai and langchain: replaces our system prompt
+    inquiry_prompt: "..."        # the same for answering inquiries (inquiry-v1)
 ```
 
 Every mistake is a :class:`PolicyError` naming the key (``judges.fast.timeout``). The
@@ -88,6 +89,9 @@ class _ModelJudgeSettings(_JudgeSettings):
 
     #: Replaces our system prompt (the data blocks and their escaping stay ours).
     prompt: str | None = Field(default=None, min_length=1)
+    #: Replaces our system prompt for answering inquiries (``inquiries.fallback``/``suggest``;
+    #: ``inquiry-v1``); the question's data blocks, escaping and answer schema stay ours.
+    inquiry_prompt: str | None = Field(default=None, min_length=1)
 
 
 class OpenAIJudgeSettings(_ModelJudgeSettings):
