@@ -9,9 +9,11 @@ read path — so a stale entry costs one wasted statement, never a wrong write. 
 transition whose write matched is trusted: a mutation that refuses or changes nothing on the
 cached copy is run again on the row as stored, since a newer row may allow it.
 
-Only documents that were read back from the row (parsed) and then changed by the state
-machine are remembered, never a new request as submitted: a document the store cannot read
-back (say, nested too deep for the parser) must be quarantined by the read, not written over.
+Only documents known to read back are remembered: a new request is parsed from the very JSON
+text that was inserted (what a read would parse), and kept only if that succeeds; a later
+version is the state machine's change of such a document. A document the store cannot read
+back (say, nested too deep for the parser) is never taken on trust: the next update reads
+the row, which quarantines it, rather than writing over it.
 
 Bounded (least recently used go first); owned by one event loop (no locking).
 """
@@ -31,9 +33,10 @@ class WrittenDocs:
     def __len__(self) -> int:
         return len(self._docs)
 
-    def keep(self, request: ApprovalRequest) -> None:
-        """Remember ``request`` as stored now (a private copy: the caller keeps its object)."""
-        self._docs[request.id] = request.copy_for_update()
+    def keep(self, request: ApprovalRequest, *, owned: bool = False) -> None:
+        """Remember ``request`` as stored now: a private copy, unless ``owned`` (an object
+        nobody else holds, such as one just parsed)."""
+        self._docs[request.id] = request if owned else request.copy_for_update()
         self._docs.move_to_end(request.id)
         while len(self._docs) > self._capacity:
             self._docs.popitem(last=False)

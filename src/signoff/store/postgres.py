@@ -81,7 +81,14 @@ from signoff.store._pg_schema import (
 )
 from signoff.store._pg_sql import Statements
 from signoff.store._pg_wake import Wakeups
-from signoff.store._quarantine import QuarantineLog, Unreadable, cancelled_event, split, to_request
+from signoff.store._quarantine import (
+    QuarantineLog,
+    Unreadable,
+    cancelled_event,
+    parse_doc,
+    split,
+    to_request,
+)
 from signoff.store._waiting import wait_until_terminal
 from signoff.store._written import WrittenDocs
 from signoff.store.audit import GENESIS_HASH, ChainVerifier
@@ -331,6 +338,9 @@ class PostgresStore:
                     row = None  # some call is stored already: find out which request has it
                 if row is None:
                     return await self._existing(conn, request, prints), False
+            readable = parse_doc(request.id, params["doc"])  # what the next read would see
+            if isinstance(readable, ApprovalRequest):
+                self._written.keep(readable, owned=True)
             self._wake.committed(request, events)
             return request, True
 
