@@ -10,6 +10,7 @@ import pytest
 from signoff import CallContext, Gate, Policy, Principal, ToolCall
 from signoff.model import ApprovalRequest
 from signoff.server.just_submitted import JustSubmitted
+from signoff.store import MemoryStore
 from tests.server.conftest import POLICY, Server
 
 APPROVE = {"decisions": [{"type": "approve"}]}
@@ -55,11 +56,14 @@ def test_the_first_long_poll_after_submit_takes_the_kept_request(srv: Server) ->
 
 
 def _request(thread: str = "t") -> ApprovalRequest:
-    gate = Gate(Policy.from_yaml(POLICY))
+    gate = Gate(Policy.from_yaml(POLICY), MemoryStore())
     call = ToolCall("transfer_funds", {"amount": 50_000, "to": "ACME"}, id="c1")
     ctx = CallContext(principal=Principal("frank"), thread=thread, agent="bot")
-    sub = gate.submit([call], ctx)
-    assert sub.request is not None
+    try:
+        sub = gate.submit([call], ctx)
+    finally:
+        gate.close()
+    assert sub.request is not None and sub.request.pending
     return sub.request
 
 
