@@ -108,6 +108,8 @@ async def submit(request: Request) -> Response:
     for call, verdict in zip(calls, sub.verdicts, strict=True):
         if verdict.allowed:
             state.gate.record_execution(call, ctx)  # the agent runs it now (rate limits)
+    if sub.created and sub.request is not None:
+        state.just_submitted.put(sub.request)  # for the agent's first long-poll
     return JSONResponse(sub.to_wire(), status_code=201 if sub.created else 200)
 
 
@@ -216,7 +218,13 @@ async def wait(request: Request) -> Response:
     state = state_of(request)
     who = await caller(request, state)
     timeout = query_float(request, "timeout", 25.0, 0.0, state.settings.serve.long_poll_max)
-    req = await visible_request(state, who, request.path_params["id"])
+    request_id = request.path_params["id"]
+    # the request this server just created for this agent saves a read (just_submitted.py);
+    # only to start a wait, which reads it again once registered, never as the answer itself
+    kept = who.agent and timeout > 0
+    req = state.just_submitted.take(request_id, who.name) if kept else None
+    if req is None:
+        req = await visible_request(state, who, request_id)
     if req.pending and timeout > 0:
         req = await _wait_or_stop(state, req, timeout)
     return JSONResponse(request_view(req, state.policy.secret_keys))

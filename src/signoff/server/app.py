@@ -48,6 +48,7 @@ from signoff.server.errors import (
     handle_signoff_error,
 )
 from signoff.server.events import EventHub
+from signoff.server.hot_routes import HotRoutes
 from signoff.server.identity import Authenticator
 from signoff.server.metrics import Metrics, count_channel_failures
 from signoff.server.pages import make_templates
@@ -107,6 +108,11 @@ def create_app(
             if owns_gate:
                 await gate.aclose()
 
+    handlers = {
+        ApiError: handle_api_error,
+        SignoffError: handle_signoff_error,
+        HTTPException: handle_http_exception,
+    }
     app = Starlette(
         routes=[
             *api_requests.routes,
@@ -126,19 +132,22 @@ def create_app(
                 name="static",
             ),
         ],
-        exception_handlers={
-            ApiError: handle_api_error,
-            SignoffError: handle_signoff_error,
-            HTTPException: handle_http_exception,
-            Exception: handle_internal_error,
-        },
+        exception_handlers={**handlers, Exception: handle_internal_error},
         middleware=[
             Middleware(
                 ClientLimits,
                 body_timeout=settings.serve.body_timeout,
                 max_header_bytes=settings.serve.max_header_bytes,
                 max_body_bytes=MAX_BODY,
-            )
+            ),
+            # inside the limits: submit, wait and decide skip the router (hot_routes.py)
+            Middleware(
+                HotRoutes,
+                submit=api_requests.submit,
+                wait=api_requests.wait,
+                decide=api_requests.post_decisions,
+                handlers=handlers,
+            ),
         ],
         lifespan=lifespan,
     )

@@ -12,6 +12,7 @@ from signoff.gate import Gate
 from signoff.policy import Policy
 from signoff.server.events import EventHub
 from signoff.server.identity import Authenticator
+from signoff.server.just_submitted import JustSubmitted
 from signoff.server.metrics import Metrics
 from signoff.server.records import ServerDB
 from signoff.server.settings import ServerSettings
@@ -30,6 +31,7 @@ class ServerState:
     public_url: str | None = None
     secret: bytes = b""
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    just_submitted: JustSubmitted = field(default_factory=JustSubmitted)
 
     @property
     def policy(self) -> Policy:
