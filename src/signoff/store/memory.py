@@ -4,6 +4,13 @@ For tests, demos and LangChain's ``interrupt_on`` shorthand, where nothing needs
 the process. It keeps every rule of the protocol (first valid decision wins, idempotent
 create, hash-chained audit, waiters woken after commit) so code tested against it behaves
 the same on SQLite or PostgreSQL. One ``threading.Lock`` plays the write transaction.
+
+Requests are kept as snapshots that are never changed once stored (copy on write): a change
+copies the stored snapshot once, the mutation works on that copy, and the result becomes the
+new snapshot. Readers, waiters and the caller of ``update_request`` all get the stored
+snapshot itself, not a copy each — they must treat it as read-only (every function of the
+state machine in ``model/resolution.py`` changes a copy, or the store's working copy with
+``in_place=True``); ``copy_for_update()`` gives a request of one's own to change.
 """
 
 from __future__ import annotations
@@ -101,12 +108,13 @@ class MemoryStore(MemoryOutbox):
             }
             existing = existing_request_id(request, prints, stored)
             if existing is not None:
-                return self._requests[existing].copy_for_update(), False
+                return self._requests[existing], False
             if request.id in self._requests:
                 raise IdempotencyConflict(
                     f"request id {request.id} is already used by other calls; use a new request id"
                 )
             self._flush_locked()
+            # the caller keeps its object; the store's snapshot is a copy it never changes
             self._requests[request.id] = request.copy_for_update()
             for call_id, fingerprint in prints.items():
                 self._calls[(request.thread, call_id)] = StoredCall(request.id, fingerprint)
@@ -118,8 +126,7 @@ class MemoryStore(MemoryOutbox):
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         with self._lock:
             self._check_open()
-            request = self._requests.get(request_id)
-            return request.copy_for_update() if request is not None else None
+            return self._requests.get(request_id)  # the snapshot: read-only
 
     async def find_request_by_call(self, thread: str, tool_call_id: str) -> ApprovalRequest | None:
         with self._lock:
@@ -127,7 +134,7 @@ class MemoryStore(MemoryOutbox):
             found = self._calls.get((thread, tool_call_id))
             if found is None:
                 return None
-            return self._requests[found.request_id].copy_for_update()
+            return self._requests[found.request_id]
 
     async def list_requests(
         self,
@@ -148,7 +155,7 @@ class MemoryStore(MemoryOutbox):
                 and (kind is None or r.kind == kind)
             ]
             chosen.sort(key=lambda r: (r.created_at, r.id), reverse=True)
-            return [r.copy_for_update() for r in chosen[offset : offset + limit]]
+            return chosen[offset : offset + limit]
 
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
         with self._lock:
@@ -156,6 +163,7 @@ class MemoryStore(MemoryOutbox):
             current = self._requests.get(request_id)
             if current is None:
                 raise NotFound(f"no approval request {request_id}")
+            # the one copy of a change: the mutation's working copy becomes the new snapshot
             transition = mutate(current.copy_for_update())
             if not transition.changed:
                 return transition
@@ -168,11 +176,11 @@ class MemoryStore(MemoryOutbox):
                 if grant.id in self._grants:
                     raise _grants.duplicate(grant.id)
             self._flush_locked()
-            self._requests[request_id] = new.copy_for_update()
+            self._requests[request_id] = new
             self._store_grants_locked(transition.grants)
             self._append_locked(transition.events)
         if new.terminal:
-            self._waiters.wake(new)
+            self._waiters.wake(new, shared=True)
         self._listeners.notify(new, listener_event([e.event for e in transition.events], new))
         return transition
 
