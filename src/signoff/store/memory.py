@@ -5,7 +5,8 @@ the process. It keeps every rule of the protocol (first valid decision wins, ide
 create, hash-chained audit, waiters woken after commit) so code tested against it behaves
 the same on SQLite or PostgreSQL. One ``threading.Lock`` plays the write transaction.
 
-Requests are kept as snapshots that are never changed once stored (copy on write): a change
+Requests are kept as snapshots that are never changed once stored (copy on write): a request
+given to ``create_request`` becomes the first snapshot (the caller hands it over); a change
 copies the stored snapshot once, the mutation works on that copy, and the result becomes the
 new snapshot. Readers, waiters and the caller of ``update_request`` all get the stored
 snapshot itself, not a copy each — they must treat it as read-only (every function of the
@@ -114,8 +115,8 @@ class MemoryStore(MemoryOutbox):
                     f"request id {request.id} is already used by other calls; use a new request id"
                 )
             self._flush_locked()
-            # the caller keeps its object; the store's snapshot is a copy it never changes
-            self._requests[request.id] = request.copy_for_update()
+            # the caller's request becomes the first snapshot: it hands it over, read-only
+            self._requests[request.id] = request
             for call_id, fingerprint in prints.items():
                 self._calls[(request.thread, call_id)] = StoredCall(request.id, fingerprint)
             self._append_locked(events)
