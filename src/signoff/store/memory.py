@@ -61,6 +61,9 @@ class MemoryStore(MemoryOutbox):
         self._lock = threading.Lock()
         super().__init__(self._lock)  # the outbox shares the lock: one "transaction"
         self._requests: dict[str, ApprovalRequest] = {}
+        # request ids by thread, in creation order: list_requests(thread=...) (the reattach
+        # check on a thread's first step) reads one thread's requests, not every request
+        self._by_thread: dict[str, list[str]] = {}
         self._calls: dict[tuple[str, str], StoredCall] = {}
         self._grants: dict[str, Grant] = {}
         self._grants_noted: set[str] = set()  # grant ids whose expiry was audited
@@ -117,6 +120,7 @@ class MemoryStore(MemoryOutbox):
             self._flush_locked()
             # the caller's request becomes the first snapshot: it hands it over, read-only
             self._requests[request.id] = request
+            self._by_thread.setdefault(request.thread, []).append(request.id)
             for call_id, fingerprint in prints.items():
                 self._calls[(request.thread, call_id)] = StoredCall(request.id, fingerprint)
             self._append_locked(events)
@@ -148,11 +152,16 @@ class MemoryStore(MemoryOutbox):
     ) -> list[ApprovalRequest]:
         with self._lock:
             self._check_open()
+            candidates = (
+                self._requests.values()
+                if thread is None
+                else [self._requests[i] for i in self._by_thread.get(thread, ())]
+            )
             chosen = [
                 r
-                for r in self._requests.values()
-                if (status is None or r.status == status)
-                and (thread is None or r.thread == thread)
+                for r in candidates
+                if (thread is None or r.thread == thread)
+                and (status is None or r.status == status)
                 and (kind is None or r.kind == kind)
             ]
             chosen.sort(key=lambda r: (r.created_at, r.id), reverse=True)
