@@ -3,7 +3,8 @@
 The MemoryStore shares its stored request (a read-only snapshot) with readers, waiters and
 the caller of ``update_request`` instead of copying it for each (copy on write). This store
 remembers each snapshot's JSON form when it is stored and checks it is unchanged when the
-snapshot is replaced, read for a change, and when the store closes.
+snapshot is read for a change, after the change (the replaced snapshot, still held by
+earlier readers, must not have moved), and when the store closes.
 """
 
 from __future__ import annotations
@@ -46,10 +47,21 @@ class SnapshotCheckingStore(MemoryStore):
 
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
         self.assert_untouched(request_id)
-        tr = await super().update_request(request_id, mutate)
-        if tr.changed:
-            self._remember(request_id)
-        return tr
+        old = self._requests.get(request_id)
+        try:
+            return await self._update(request_id, mutate)
+        finally:
+            # the snapshot a change replaces (shared with earlier readers, and sharing its
+            # review configs with the change's working copy) keeps its state
+            if old is not None and request_id in self._forms:
+                assert old.model_dump(mode="json") == self._forms[request_id], (
+                    f"request {request_id}: a change altered the snapshot it replaced"
+                )
+            if self._requests.get(request_id) is not old:
+                self._remember(request_id)
+
+    async def _update(self, request_id: str, mutate: Mutation) -> Transition:
+        return await super().update_request(request_id, mutate)
 
     async def close(self) -> None:
         self.assert_untouched()

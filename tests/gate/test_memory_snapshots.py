@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from signoff import CallContext, Gate, ToolCall
-from signoff.model import Principal
+from signoff.model import ApprovalRequest, Principal, Transition
 from tests.gate.conftest import make_policy
 from tests.gate.snapshots import SnapshotCheckingStore
 
@@ -107,6 +107,28 @@ def test_the_checking_store_notices_a_snapshot_changed_in_place() -> None:
                 store.assert_untouched(sub.request.id)
             shared.calls[0].approvals.pop()
         finally:
+            await gate.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_change_that_alters_a_shared_review_config_in_place_is_noticed() -> None:
+    async def main() -> None:
+        store = SnapshotCheckingStore()
+        gate = Gate(make_policy(), store)
+        await gate.astart()
+        try:
+            sub = await gate.asubmit([_delete(11)], CTX)
+            assert sub.request is not None
+
+            def bad_mutation(req: ApprovalRequest) -> Transition:
+                req.review_configs[0].timeout_s = 1.0  # items are shared: never in place
+                return Transition(req)
+
+            with pytest.raises(AssertionError, match="altered the snapshot it replaced"):
+                await store.update_request(sub.request.id, bad_mutation)
+        finally:
+            store._forms.clear()  # the failure above is the point of this test
             await gate.aclose()
 
     asyncio.run(main())

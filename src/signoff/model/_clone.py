@@ -40,8 +40,12 @@ _SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-def clone(model: M) -> M:
-    """A copy of ``model`` sharing nothing mutable with it (fields, fields set, extras)."""
+def clone(model: M, shallow: frozenset[str] = frozenset()) -> M:
+    """A copy of ``model`` sharing nothing mutable with it (fields, fields set, extras).
+
+    ``shallow``: top-level list fields copied as lists whose items are shared (for items
+    nothing changes in place, such as a request's review configs in the MemoryStore's
+    working copy)."""
     cls = type(model)
     plan = _PLANS.get(cls)
     if plan is None:
@@ -50,6 +54,9 @@ def clone(model: M) -> M:
     fields = model.__dict__.copy()
     for name in plan:
         value = fields[name]
+        if name in shallow and type(value) is list:
+            fields[name] = value.copy()
+            continue
         kind = type(value)
         if kind not in _ATOMIC:
             copier = _COPIERS.get(kind)

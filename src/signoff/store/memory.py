@@ -33,6 +33,7 @@ from signoff.model import (
     StoreError,
     Transition,
 )
+from signoff.model._clone import clone
 from signoff.model.grants import Grant
 from signoff.store import _grants
 from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
@@ -174,7 +175,7 @@ class MemoryStore(MemoryOutbox):
             if current is None:
                 raise NotFound(f"no approval request {request_id}")
             # the one copy of a change: the mutation's working copy becomes the new snapshot
-            transition = mutate(current.copy_for_update())
+            transition = mutate(_working_copy(current))
             if not transition.changed:
                 return transition
             new = transition.request
@@ -410,6 +411,17 @@ class MemoryStore(MemoryOutbox):
             events.append(self._queued.popleft())
         if events:
             self._append_locked(events)
+
+
+# Review configs are set when a request is created and replaced whole (an edit that reroutes
+# a call puts a new config in its place): nothing changes one in place, so a change's working
+# copy shares them with the snapshot it replaces (its list is its own).
+_SHARED_IN_WORKING_COPY = frozenset({"review_configs"})
+
+
+def _working_copy(snapshot: ApprovalRequest) -> ApprovalRequest:
+    """The copy a change works on: everything copied but the review configs' items."""
+    return clone(snapshot, _SHARED_IN_WORKING_COPY)
 
 
 def _matches(record: SealedRow, query: AuditQuery) -> bool:
