@@ -9,7 +9,8 @@ import pytest
 
 from signoff import Gate, Policy
 from signoff.model import ApprovalRequest
-from signoff.store import MemoryStore, SQLiteStore
+from signoff.store import SQLiteStore
+from tests.gate.snapshots import SnapshotCheckingStore
 
 POLICY = """
 version: 1
@@ -96,7 +97,8 @@ def make_policy(text: str = POLICY) -> Policy:
 
 @pytest.fixture(params=["memory", "sqlite"])
 def gate(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gate]:
-    store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
+    # the memory variant also checks nobody changes a snapshot the store shares (copy on write)
+    store = SnapshotCheckingStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
     g = Gate(make_policy(), store)
     yield g
     g.close()

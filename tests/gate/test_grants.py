@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from signoff import CallContext, DecisionError, Gate, NotAuthorized, Policy, Principal, ToolCall
-from signoff.store import AuditQuery, MemoryStore, SQLiteStore
+from signoff.store import AuditQuery, SQLiteStore
+from tests.gate.snapshots import SnapshotCheckingStore
 
 POLICY = """
 version: 1
@@ -47,7 +48,7 @@ tools:
 
 @pytest.fixture(params=["memory", "sqlite"])
 def gate(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gate]:
-    store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
+    store = SnapshotCheckingStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
     g = Gate(Policy.from_yaml(textwrap.dedent(POLICY)), store)
     yield g
     g.close()

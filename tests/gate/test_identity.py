@@ -12,7 +12,8 @@ import pytest
 
 from signoff import Denied, Gate, NotAuthorized, Policy, ToolCall
 from signoff.gate.principals import UNKNOWN_PRINCIPAL, PrincipalStage
-from signoff.store import AuditQuery, MemoryStore, SQLiteStore
+from signoff.store import AuditQuery, SQLiteStore
+from tests.gate.snapshots import SnapshotCheckingStore
 
 POLICY = """
 version: 1
@@ -45,7 +46,7 @@ def make_gate(text: str, store: Any) -> Gate:
 
 @pytest.fixture(params=["memory", "sqlite"])
 def gate(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gate]:
-    store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
+    store = SnapshotCheckingStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
     g = make_gate(POLICY, store)
     yield g
     g.close()
@@ -53,7 +54,7 @@ def gate(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gate]:
 
 @pytest.fixture
 def strict_gate() -> Iterator[Gate]:
-    g = make_gate(STRICT, MemoryStore())
+    g = make_gate(STRICT, SnapshotCheckingStore())
     yield g
     g.close()
 
@@ -175,7 +176,7 @@ def test_strict_principals_must_be_a_boolean() -> None:
 
 
 def test_the_default_pipeline_has_the_principals_stage() -> None:
-    gate = Gate(Policy.from_yaml(textwrap.dedent(STRICT)), MemoryStore())
+    gate = Gate(Policy.from_yaml(textwrap.dedent(STRICT)), SnapshotCheckingStore())
     try:
         assert "principals" in [s.name for s in gate.checks.stages]
     finally:

@@ -17,8 +17,9 @@ from signoff import Gate, Policy, PolicyError, ToolCall
 from signoff.model import AlreadyDecided, ApprovalRequest, NotAuthorized, utcnow
 from signoff.model.fallback import claim_fallback, judge_respond
 from signoff.model.inquiries import InquiryFallback
-from signoff.store import AuditQuery, MemoryStore
+from signoff.store import AuditQuery
 from tests.gate import inquiry_judges
+from tests.gate.snapshots import SnapshotCheckingStore
 
 JUDGES = """
 judges:
@@ -59,7 +60,7 @@ def _reset() -> Iterator[None]:
 
 
 def make_gate(inquiries: str = FALLBACK, store: Any = None) -> Gate:
-    return Gate(Policy.from_yaml(policy_text(inquiries)), store or MemoryStore())
+    return Gate(Policy.from_yaml(policy_text(inquiries)), store or SnapshotCheckingStore())
 
 
 def audit(gate: Gate, **filters: Any) -> list[Any]:
@@ -350,7 +351,7 @@ def test_bad_inquiries_section_is_a_load_error_naming_the_key(
 ) -> None:
     policy = Policy.from_yaml(policy_text(section))
     with pytest.raises(PolicyError) as caught:
-        Gate(policy, MemoryStore())
+        Gate(policy, SnapshotCheckingStore())
     assert path in str(caught.value) and message in str(caught.value)
 
 
@@ -392,7 +393,7 @@ def wait_for_fallback(gate: Gate, req: ApprovalRequest, state: str) -> ApprovalR
 
 
 def _inquiry_request(*, fallback_at: float) -> ApprovalRequest:
-    store = MemoryStore()
+    store = SnapshotCheckingStore()
     with Gate(Policy.from_yaml(policy_text("")), store) as gate:
         req = ask(gate)
     return req.model_copy(

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from signoff import Denied, Gate, Policy, PolicyError, ToolCall
-from signoff.store import AuditQuery, MemoryStore
+from signoff.store import AuditQuery
 from tests.gate import intent_judges
+from tests.gate.snapshots import SnapshotCheckingStore
 
 POLICY = """
 version: 1
@@ -41,7 +42,7 @@ tools:
 def gate() -> Iterator[Gate]:
     intent_judges.asked.clear()
     intent_judges.answers.clear()
-    g = Gate(Policy.from_yaml(textwrap.dedent(POLICY)), MemoryStore())
+    g = Gate(Policy.from_yaml(textwrap.dedent(POLICY)), SnapshotCheckingStore())
     yield g
     g.close()
 

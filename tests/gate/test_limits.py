@@ -19,8 +19,9 @@ from signoff import CallContext, Denied, Gate, Policy, ToolCall
 from signoff.assemble import check_sections
 from signoff.checks.limits import Limits, canonical_size, check_args, check_json, clip_text
 from signoff.model import InvalidInput, Principal
-from signoff.store import AuditQuery, MemoryStore
+from signoff.store import AuditQuery
 from tests.gate.conftest import make_policy
+from tests.gate.snapshots import SnapshotCheckingStore
 
 
 def nested(depth: int) -> Any:
@@ -38,7 +39,7 @@ def audit(gate: Gate) -> list[Any]:
 
 @pytest.fixture
 def gate() -> Any:
-    g = Gate(make_policy(), MemoryStore())
+    g = Gate(make_policy(), SnapshotCheckingStore())
     yield g
     g.close()
 
@@ -112,7 +113,9 @@ class Window:
 
 
 def test_python_values_the_signature_round_trips_are_kept_and_run_as_given() -> None:
-    gate = Gate(make_policy("version: 1\ndefaults: {unknown_tool: allow}\n"), MemoryStore())
+    gate = Gate(
+        make_policy("version: 1\ndefaults: {unknown_tool: allow}\n"), SnapshotCheckingStore()
+    )
     seen: list[tuple[Any, ...]] = []
 
     @gate.guard
@@ -148,7 +151,9 @@ def test_python_values_the_signature_round_trips_are_kept_and_run_as_given() -> 
 
 
 def test_python_values_without_a_faithful_form_are_refused() -> None:
-    gate = Gate(make_policy("version: 1\ndefaults: {unknown_tool: allow}\n"), MemoryStore())
+    gate = Gate(
+        make_policy("version: 1\ndefaults: {unknown_tool: allow}\n"), SnapshotCheckingStore()
+    )
 
     class Opaque:
         pass
@@ -170,7 +175,7 @@ def test_python_values_without_a_faithful_form_are_refused() -> None:
 
 def test_more_calls_in_one_step_than_the_limit_is_refused_before_anything_is_stored() -> None:
     policy = Policy.from_yaml("version: 1\nlimits: {max_calls_per_request: 3}\n")
-    gate = Gate(policy, MemoryStore())
+    gate = Gate(policy, SnapshotCheckingStore())
     try:
         calls = [ToolCall("anything", {"i": i}) for i in range(4)]
         with pytest.raises(InvalidInput) as err:
@@ -205,7 +210,7 @@ def test_limits_section_is_validated_and_used() -> None:
             """
         )
     )
-    gate = Gate(policy, MemoryStore())
+    gate = Gate(policy, SnapshotCheckingStore())
     try:
         # the arguments object itself is level 1
         assert gate.check(ToolCall("t", {"a": {"b": {"c": 1}}})).allowed

@@ -13,7 +13,7 @@ import pytest
 from signoff import Gate, Policy, ToolCall
 from signoff.gate.resumed import Ran, Refused, ambient_context, ask, local_gate, run_resumed
 from signoff.model import SignoffError
-from signoff.store import MemoryStore
+from tests.gate.snapshots import SnapshotCheckingStore
 
 POLICY = """
 version: 1
@@ -32,7 +32,7 @@ tools:
 
 @pytest.fixture
 def gate() -> Any:
-    g = Gate(Policy.from_yaml(textwrap.dedent(POLICY)), MemoryStore())
+    g = Gate(Policy.from_yaml(textwrap.dedent(POLICY)), SnapshotCheckingStore())
     yield g
     g.close()
 

@@ -6,13 +6,13 @@ from datetime import timedelta
 
 from signoff import Gate, ToolCall
 from signoff.model import utcnow
-from signoff.store import MemoryStore
 from tests.gate.conftest import make_policy, wait_until
+from tests.gate.snapshots import SnapshotCheckingStore
 
 
 def test_a_request_due_before_the_next_pass_is_expired_on_time() -> None:
     # One pass an hour: only the poke of the 1-second "quick" request can expire it.
-    gate = Gate(make_policy(), MemoryStore(), sweep_interval=3600)
+    gate = Gate(make_policy(), SnapshotCheckingStore(), sweep_interval=3600)
     try:
         gate.start()
         sub = gate.submit([ToolCall("quick", {})], gate.make_context("erin"))
@@ -24,7 +24,7 @@ def test_a_request_due_before_the_next_pass_is_expired_on_time() -> None:
 
 
 def test_poke_for_a_request_due_after_the_next_pass_does_not_wake_the_sweeper() -> None:
-    gate = Gate(make_policy(), MemoryStore(), sweep_interval=3600)
+    gate = Gate(make_policy(), SnapshotCheckingStore(), sweep_interval=3600)
     try:
         gate.start()
         sweeper = gate.sweeper

@@ -343,6 +343,8 @@ async def notify(gate: Gate, req: ApprovalRequest) -> None:
 
 
 def _jsonable(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    if not attrs:  # most calls carry none: no JSON round trip
+        return {}
     return dict(json.loads(json.dumps(dict(attrs), default=str)))
 
 

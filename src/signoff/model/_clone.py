@@ -34,8 +34,18 @@ _ATOMIC: frozenset[type] = frozenset(
 _PLANS: dict[type[BaseModel], tuple[str, ...]] = {}
 
 
-def clone(model: M) -> M:
-    """A copy of ``model`` sharing nothing mutable with it (fields, fields set, extras)."""
+# the slots every pydantic model has, set through their descriptors (no __setattr__ lookup)
+_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def clone(model: M, shallow: frozenset[str] = frozenset()) -> M:
+    """A copy of ``model`` sharing nothing mutable with it (fields, fields set, extras).
+
+    ``shallow``: top-level list fields copied as lists whose items are shared (for items
+    nothing changes in place, such as a request's review configs in the MemoryStore's
+    working copy)."""
     cls = type(model)
     plan = _PLANS.get(cls)
     if plan is None:
@@ -44,14 +54,21 @@ def clone(model: M) -> M:
     fields = model.__dict__.copy()
     for name in plan:
         value = fields[name]
-        if type(value) not in _ATOMIC:
-            fields[name] = _value(value)
+        if name in shallow and type(value) is list:
+            fields[name] = value.copy()
+            continue
+        kind = type(value)
+        if kind not in _ATOMIC:
+            copier = _COPIERS.get(kind)
+            if copier is None:
+                copier = _COPIERS[kind] = _copier(kind)
+            fields[name] = copier(value)
     object.__setattr__(new, "__dict__", fields)
-    object.__setattr__(new, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
+    _SET_FIELDS_SET(new, set(model.__pydantic_fields_set__))
     extra = model.__pydantic_extra__
-    object.__setattr__(new, "__pydantic_extra__", None if extra is None else _value(extra))
+    _SET_EXTRA(new, None if extra is None else _value(extra))
     private = model.__pydantic_private__
-    object.__setattr__(new, "__pydantic_private__", None if private is None else _value(private))
+    _SET_PRIVATE(new, None if private is None else _value(private))
     return new
 
 
@@ -94,6 +111,11 @@ def _dict(value: dict[Any, Any]) -> dict[Any, Any]:
 
 
 def _list(value: list[Any]) -> list[Any]:
+    if not value:
+        return []
+    first = type(value[0])
+    if first in _ATOMIC and all(type(v) in _ATOMIC for v in value):
+        return value.copy()  # roles, approvals, allowed decisions: strings only
     return [v if type(v) in _ATOMIC else _value(v) for v in value]
 
 

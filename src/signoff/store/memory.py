@@ -4,6 +4,14 @@ For tests, demos and LangChain's ``interrupt_on`` shorthand, where nothing needs
 the process. It keeps every rule of the protocol (first valid decision wins, idempotent
 create, hash-chained audit, waiters woken after commit) so code tested against it behaves
 the same on SQLite or PostgreSQL. One ``threading.Lock`` plays the write transaction.
+
+Requests are kept as snapshots that are never changed once stored (copy on write): a request
+given to ``create_request`` becomes the first snapshot (the caller hands it over); a change
+copies the stored snapshot once, the mutation works on that copy, and the result becomes the
+new snapshot. Readers, waiters and the caller of ``update_request`` all get the stored
+snapshot itself, not a copy each — they must treat it as read-only (every function of the
+state machine in ``model/resolution.py`` changes a copy, or the store's working copy with
+``in_place=True``); ``copy_for_update()`` gives a request of one's own to change.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from signoff.model import (
     StoreError,
     Transition,
 )
+from signoff.model._clone import clone
 from signoff.model.grants import Grant
 from signoff.store import _grants
 from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
@@ -53,6 +62,9 @@ class MemoryStore(MemoryOutbox):
         self._lock = threading.Lock()
         super().__init__(self._lock)  # the outbox shares the lock: one "transaction"
         self._requests: dict[str, ApprovalRequest] = {}
+        # request ids by thread, in creation order: list_requests(thread=...) (the reattach
+        # check on a thread's first step) reads one thread's requests, not every request
+        self._by_thread: dict[str, list[str]] = {}
         self._calls: dict[tuple[str, str], StoredCall] = {}
         self._grants: dict[str, Grant] = {}
         self._grants_noted: set[str] = set()  # grant ids whose expiry was audited
@@ -101,13 +113,15 @@ class MemoryStore(MemoryOutbox):
             }
             existing = existing_request_id(request, prints, stored)
             if existing is not None:
-                return self._requests[existing].copy_for_update(), False
+                return self._requests[existing], False
             if request.id in self._requests:
                 raise IdempotencyConflict(
                     f"request id {request.id} is already used by other calls; use a new request id"
                 )
             self._flush_locked()
-            self._requests[request.id] = request.copy_for_update()
+            # the caller's request becomes the first snapshot: it hands it over, read-only
+            self._requests[request.id] = request
+            self._by_thread.setdefault(request.thread, []).append(request.id)
             for call_id, fingerprint in prints.items():
                 self._calls[(request.thread, call_id)] = StoredCall(request.id, fingerprint)
             self._append_locked(events)
@@ -118,8 +132,7 @@ class MemoryStore(MemoryOutbox):
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         with self._lock:
             self._check_open()
-            request = self._requests.get(request_id)
-            return request.copy_for_update() if request is not None else None
+            return self._requests.get(request_id)  # the snapshot: read-only
 
     async def find_request_by_call(self, thread: str, tool_call_id: str) -> ApprovalRequest | None:
         with self._lock:
@@ -127,7 +140,7 @@ class MemoryStore(MemoryOutbox):
             found = self._calls.get((thread, tool_call_id))
             if found is None:
                 return None
-            return self._requests[found.request_id].copy_for_update()
+            return self._requests[found.request_id]
 
     async def list_requests(
         self,
@@ -140,15 +153,20 @@ class MemoryStore(MemoryOutbox):
     ) -> list[ApprovalRequest]:
         with self._lock:
             self._check_open()
+            candidates = (
+                self._requests.values()
+                if thread is None
+                else [self._requests[i] for i in self._by_thread.get(thread, ())]
+            )
             chosen = [
                 r
-                for r in self._requests.values()
-                if (status is None or r.status == status)
-                and (thread is None or r.thread == thread)
+                for r in candidates
+                if (thread is None or r.thread == thread)
+                and (status is None or r.status == status)
                 and (kind is None or r.kind == kind)
             ]
             chosen.sort(key=lambda r: (r.created_at, r.id), reverse=True)
-            return [r.copy_for_update() for r in chosen[offset : offset + limit]]
+            return chosen[offset : offset + limit]
 
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
         with self._lock:
@@ -156,7 +174,8 @@ class MemoryStore(MemoryOutbox):
             current = self._requests.get(request_id)
             if current is None:
                 raise NotFound(f"no approval request {request_id}")
-            transition = mutate(current.copy_for_update())
+            # the one copy of a change: the mutation's working copy becomes the new snapshot
+            transition = mutate(_working_copy(current))
             if not transition.changed:
                 return transition
             new = transition.request
@@ -168,11 +187,11 @@ class MemoryStore(MemoryOutbox):
                 if grant.id in self._grants:
                     raise _grants.duplicate(grant.id)
             self._flush_locked()
-            self._requests[request_id] = new.copy_for_update()
+            self._requests[request_id] = new
             self._store_grants_locked(transition.grants)
             self._append_locked(transition.events)
         if new.terminal:
-            self._waiters.wake(new)
+            self._waiters.wake(new, shared=True)
         self._listeners.notify(new, listener_event([e.event for e in transition.events], new))
         return transition
 
@@ -392,6 +411,17 @@ class MemoryStore(MemoryOutbox):
             events.append(self._queued.popleft())
         if events:
             self._append_locked(events)
+
+
+# Review configs are set when a request is created and replaced whole (an edit that reroutes
+# a call puts a new config in its place): nothing changes one in place, so a change's working
+# copy shares them with the snapshot it replaces (its list is its own).
+_SHARED_IN_WORKING_COPY = frozenset({"review_configs"})
+
+
+def _working_copy(snapshot: ApprovalRequest) -> ApprovalRequest:
+    """The copy a change works on: everything copied but the review configs' items."""
+    return clone(snapshot, _SHARED_IN_WORKING_COPY)
 
 
 def _matches(record: SealedRow, query: AuditQuery) -> bool:
