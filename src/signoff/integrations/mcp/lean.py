@@ -26,7 +26,7 @@ import itertools
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from typing import Any
 
 import anyio
@@ -40,11 +40,15 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from signoff.integrations.mcp.wire import PlainHTTP, WireError
+
 log = logging.getLogger("signoff.mcp")
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 Inbox = ContextSendStream[SessionMessage | Exception]
 
+#: The largest JSON (not SSE) answer read; the SDK sets no limit there either.
+MAX_JSON_BYTES = 1 << 30
 #: How long a 2025-11-25 ``notifications/cancelled`` may take to send after a cancel.
 CANCEL_NOTE_S = 2.0
 
@@ -59,6 +63,7 @@ class LeanHTTP:
         self.transport: StreamableHTTPTransport | None = None
         self.http: httpx2.AsyncClient | None = None
         self.inbox: Inbox | None = None
+        self.plain: PlainHTTP | None = None
         self._ids = itertools.count(1)
 
     @asynccontextmanager
@@ -85,10 +90,14 @@ class LeanHTTP:
                     start_get_stream, tg,
                 )  # fmt: skip
                 self.transport, self.http, self.inbox = transport, http, inbox
+                self.plain = PlainHTTP.usable_for(self.url)
                 try:
                     yield read_stream, write_stream
                 finally:
+                    plain, self.plain = self.plain, None
                     self.transport = self.http = self.inbox = None
+                    if plain is not None:
+                        await plain.aclose()
                     if transport.session_id:
                         await transport.terminate_session(http)
                     tg.cancel_scope.cancel()
@@ -119,6 +128,12 @@ class LeanHTTP:
         modern = headers.get("mcp-protocol-version") in MODERN_PROTOCOL_VERSIONS
         try:
             with anyio.fail_after(timeout):
+                plain = self.plain
+                if plain is not None:
+                    try:
+                        return await self._post_plain(plain, body, headers, request_id, progress)
+                    except _Redirected:  # not run: httpx follows what the SDK would follow
+                        self.plain = None
                 return await self._post(http, body, headers, request_id, progress)
         except TimeoutError:
             await self._cancelled(session, request_id, modern, "timed out")
@@ -128,8 +143,39 @@ class LeanHTTP:
         except anyio.get_cancelled_exc_class():
             await self._cancelled(session, request_id, modern, "cancelled by the client")
             raise
-        except httpx2.TransportError as exc:
+        except (httpx2.TransportError, WireError) as exc:
             raise MCPError(code=types.CONNECTION_CLOSED, message=f"HTTP: {exc}") from None
+
+    async def _post_plain(
+        self,
+        plain: PlainHTTP,
+        body: bytes,
+        headers: dict[str, str],
+        request_id: str,
+        progress: ProgressFn | None,
+    ) -> dict[str, Any]:
+        async with plain.post(body, headers) as answer:
+            status = answer.status
+            kind = answer.headers.get("content-type", "").lower()
+            if 300 <= status < 400:
+                await answer.body(self.max_event_size)
+                raise _Redirected
+            if status == 202:
+                raise _unanswered(status)
+            if status >= 400:
+                content = await answer.body(self.max_event_size)
+                raise _http_error(status, kind, content, self.transport)
+            if kind.startswith("application/json"):
+                return _answer(json.loads(await answer.body(MAX_JSON_BYTES)), request_id)
+            if kind.startswith("text/event-stream"):
+                async for event, data in answer.events(self.max_event_size):
+                    if event != "message" or not data:
+                        continue
+                    found = await self._on_message(json.loads(data), request_id, progress)
+                    if found is not None:
+                        return found
+                raise _no_answer()
+            raise MCPError(code=types.INVALID_REQUEST, message=f"Unexpected content type: {kind}")
 
     async def _post(
         self,
@@ -145,12 +191,13 @@ class LeanHTTP:
             status = response.status_code
             kind = response.headers.get("content-type", "").lower()
             if status == 202 or 300 <= status < 400:
-                raise MCPError(
-                    code=types.INVALID_REQUEST,
-                    message=f"the upstream answered a tools/call with HTTP {status}",
-                )
+                raise _unanswered(status)
             if status >= 400:
-                raise await _http_error(response, kind, self.transport)
+                content = b""
+                if kind.startswith("application/json"):
+                    with suppress(httpx2.StreamError):
+                        content = await response.aread()
+                raise _http_error(status, kind, content, self.transport)
             if kind.startswith("application/json"):
                 return _answer(json.loads(await response.aread()), request_id)
             if kind.startswith("text/event-stream"):
@@ -165,23 +212,27 @@ class LeanHTTP:
         async for event in httpx2.EventSource(response, max_event_size=self.max_event_size):
             if event.event != "message" or not event.data:
                 continue  # a priming event (resumability), or an unknown kind
-            message = json.loads(event.data)
-            if not isinstance(message, dict):
-                continue
-            if message.get("id") == request_id and "method" not in message:
-                return _answer(message, request_id)
-            if message.get("method") == "notifications/progress":
-                note = message.get("params") or {}
-                if note.get("progressToken") == request_id:
-                    if progress is not None:
-                        await progress(
-                            note.get("progress", 0), note.get("total"), note.get("message")
-                        )
-                    continue
-            await self._to_session(message)
-        raise MCPError(
-            code=types.CONNECTION_CLOSED, message="the upstream's stream ended without an answer"
-        )
+            found = await self._on_message(json.loads(event.data), request_id, progress)
+            if found is not None:
+                return found
+        raise _no_answer()
+
+    async def _on_message(
+        self, message: Any, request_id: str, progress: ProgressFn | None
+    ) -> dict[str, Any] | None:
+        """The call's result if ``message`` is its answer; else relay it (None)."""
+        if not isinstance(message, dict):
+            return None
+        if message.get("id") == request_id and "method" not in message:
+            return _answer(message, request_id)
+        if message.get("method") == "notifications/progress":
+            note = message.get("params") or {}
+            if note.get("progressToken") == request_id:
+                if progress is not None:
+                    await progress(note.get("progress", 0), note.get("total"), note.get("message"))
+                return None
+        await self._to_session(message)
+        return None
 
     async def _to_session(self, message: dict[str, Any]) -> None:
         inbox = self.inbox
@@ -222,18 +273,34 @@ def _answer(message: Any, request_id: str) -> dict[str, Any]:
     return result
 
 
-async def _http_error(
-    response: httpx2.Response, kind: str, transport: StreamableHTTPTransport | None
+class _Redirected(Exception):
+    """A redirect answered the POST: the call did not run."""
+
+
+def _unanswered(status: int) -> MCPError:
+    return MCPError(
+        code=types.INVALID_REQUEST, message=f"the upstream answered a tools/call with HTTP {status}"
+    )
+
+
+def _no_answer() -> MCPError:
+    return MCPError(
+        code=types.CONNECTION_CLOSED, message="the upstream's stream ended without an answer"
+    )
+
+
+def _http_error(
+    status: int, kind: str, content: bytes, transport: StreamableHTTPTransport | None
 ) -> MCPError:
     """The JSON-RPC error in a non-2xx answer, or the SDK's stand-in for its status."""
-    if kind.startswith("application/json"):
+    if kind.startswith("application/json") and content:
         try:
-            error = json.loads(await response.aread()).get("error")
+            error = json.loads(content).get("error")
             if isinstance(error, dict):
                 return MCPError.from_error_data(types.ErrorData.model_validate(error))
-        except (ValueError, AttributeError, httpx2.StreamError):
+        except (ValueError, AttributeError):
             pass
-    if response.status_code == 404:
+    if status == 404:
         if transport is not None and transport.session_id is None:
             return MCPError(code=types.METHOD_NOT_FOUND, message="Not Found")
         return MCPError(code=types.INVALID_REQUEST, message="Session terminated")
