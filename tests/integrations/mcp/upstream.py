@@ -63,6 +63,18 @@ def make_upstream(name: str = "upstream") -> tuple[MCPServer, list[str]]:
             raise
         return "done"
 
+    @server.tool()
+    async def steps(count: int, ctx: Context) -> str:
+        """Report progress ``count`` times, then finish."""
+        for step in range(1, count + 1):
+            await ctx.report_progress(step, count, f"step {step}")
+        return f"{count} steps"
+
+    @server.tool()
+    def seen() -> str:
+        """What this upstream process ran so far (for tests of a separate process)."""
+        return "\n".join(events)
+
     add_features(server, events)
     return server, events
 

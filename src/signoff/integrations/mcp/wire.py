@@ -89,6 +89,8 @@ class Answer:
             buffer += chunk
             while match := _EVENT_END.search(buffer):
                 block, buffer = buffer[: match.start()], buffer[match.end() :]
+                if len(block) > max_event_size:
+                    raise WireError(f"a server-sent event larger than {max_event_size} bytes")
                 if event := _event(block):
                     yield event
             if len(buffer) > max_event_size:
