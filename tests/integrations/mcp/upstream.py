@@ -143,8 +143,10 @@ def add_features(server: MCPServer, events: list[str]) -> None:
 
     @server.tool()
     async def touch(uri: str, ctx: Context) -> str:
-        """Say that a resource changed (2025 era)."""
+        """Say that a resource changed (2025 era: a notification to subscribers; 2026-07-28:
+        an event on the listen streams that asked for ``uri``)."""
         await ctx.session.send_resource_updated(uri)
+        await ctx.notify_resource_updated(uri)
         return "touched"
 
     @server.tool()
