@@ -119,6 +119,23 @@ async def test_a_cancelled_call_is_cancelled_in_the_http_upstream(
     assert text_of(after) == "still here"
 
 
+@UPSTREAM_ERAS
+async def test_an_http_upstream_past_its_timeout_is_a_tool_result_and_is_cancelled(
+    gate: Gate, http_upstream: str, upstream_mode: str
+) -> None:
+    spec = UpstreamSpec("", http_upstream)
+    async with proxied(
+        gate, None, mode="legacy", specs=[spec], upstream_mode=upstream_mode, upstream_timeout_s=0.5
+    ) as client:
+        result = await client.call_tool("slow", {"seconds": 30})
+
+        async def upstream_saw(event: str) -> bool:
+            return event in text_of(await client.call_tool("seen", {})).splitlines()
+
+        await until(lambda: upstream_saw("slow cancelled"))
+    assert result.is_error and "did not answer within 0.5 s" in text_of(result)
+
+
 # ---------------------------------------------------------------------- the wire itself
 class Loopback:
     """A real TCP server on loopback that answers each request with the next canned reply."""
