@@ -248,3 +248,36 @@ def _as_async(check: Any) -> Any:
         return bool(check())
 
     return predicate
+
+
+async def test_an_sse_answer_read_to_its_end_leaves_the_connection_for_the_next_call() -> None:
+    reply = SSE_HEAD + chunked(b'data: {"id": 1}\r\n\r\n')
+    loopback = Loopback([reply, reply])
+    async with loopback as url:
+        plain = PlainHTTP(url)
+        for _ in range(2):
+            async with plain.post(b"{}", {}) as answer:
+                async for _event in answer.events(1024):
+                    break  # the awaited event: the caller stops reading here
+                assert await answer.finish(10)
+        await plain.aclose()
+    assert loopback.connections == 1
+
+
+async def test_an_sse_stream_left_open_after_the_answer_is_closed_not_reused() -> None:
+    open_stream = SSE_HEAD + b'13\r\ndata: {"id": 1}\r\n\r\n\r\n'  # no terminating chunk
+    ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+    loopback = Loopback([open_stream, ok])
+    async with loopback as url:
+        plain = PlainHTTP(url)
+        async with plain.post(b"{}", {}) as answer:
+            assert [e async for e in _first(answer.events(1024))] == [("message", '{"id": 1}')]
+            assert not await answer.finish(0.05)
+        assert plain._idle == []
+        await plain.aclose()
+
+
+async def _first(events: Any) -> Any:
+    async for event in events:
+        yield event
+        return

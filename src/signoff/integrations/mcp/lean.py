@@ -40,7 +40,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from signoff.integrations.mcp.wire import PlainHTTP, WireError
+from signoff.integrations.mcp.wire import Answer, PlainHTTP, WireError
 
 log = logging.getLogger("signoff.mcp")
 
@@ -49,6 +49,8 @@ Inbox = ContextSendStream[SessionMessage | Exception]
 
 #: The largest JSON (not SSE) answer read; the SDK sets no limit there either.
 MAX_JSON_BYTES = 1 << 30
+#: How long the end of a call's SSE stream is awaited after its answer (see _keep_alive).
+DRAIN_S = 0.25
 #: How long a 2025-11-25 ``notifications/cancelled`` may take to send after a cancel.
 CANCEL_NOTE_S = 2.0
 
@@ -64,6 +66,7 @@ class LeanHTTP:
         self.http: httpx2.AsyncClient | None = None
         self.inbox: Inbox | None = None
         self.plain: PlainHTTP | None = None
+        self._drain_s = DRAIN_S
         self._ids = itertools.count(1)
 
     @asynccontextmanager
@@ -173,9 +176,17 @@ class LeanHTTP:
                         continue
                     found = await self._on_message(json.loads(data), request_id, progress)
                     if found is not None:
+                        await self._keep_alive(answer)
                         return found
                 raise _no_answer()
             raise MCPError(code=types.INVALID_REQUEST, message=f"Unexpected content type: {kind}")
+
+    async def _keep_alive(self, answer: Answer) -> None:
+        """A server closes a call's SSE stream right after the answer (the spec's SHOULD):
+        read that end, so the connection can carry the next call. One that keeps it open
+        costs :data:`DRAIN_S` once; after that its connections are simply closed."""
+        if not await answer.finish(self._drain_s):
+            self._drain_s = 0.0
 
     async def _post(
         self,

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
+import anyio
 import sniffio
 
 #: Idle connections older than this are dropped (servers close them: uvicorn after 5 s).
@@ -44,6 +45,7 @@ class Answer:
         self.headers = headers
         self.complete = False
         self._reader = reader
+        self._chunks = self._read()
 
     async def body(self, limit: int) -> bytes:
         parts, size = [], 0
@@ -54,7 +56,19 @@ class Answer:
             parts.append(part)
         return b"".join(parts)
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; one reader, so a later call continues where one left."""
+        return self._chunks
+
+    async def finish(self, within: float) -> bool:
+        """Read what is left of the answer (an SSE stream's end after the event awaited)
+        for at most ``within`` seconds; True when it ended, so the connection is reusable."""
+        with anyio.move_on_after(within):
+            async for _ in self._chunks:
+                pass
+        return self.complete
+
+    async def _read(self) -> AsyncIterator[bytes]:
         reader, headers = self._reader, self.headers
         try:
             if "chunked" in headers.get("transfer-encoding", ""):
