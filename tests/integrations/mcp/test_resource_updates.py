@@ -5,15 +5,18 @@ client's ``subscriptions/listen`` stream; the last listener leaving unsubscribes
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff import Gate
-from tests.integrations.mcp.conftest import proxied, until
+from tests.integrations.mcp.conftest import POLICY, proxied, until
+from tests.integrations.mcp.test_http import ProxyProcess
 
 URI = "notes://readme"
 
@@ -54,3 +57,22 @@ async def test_two_listeners_share_one_upstream_subscription(gate: Gate, upstrea
 
         await until(unsubscribed)
     assert events.count(f"unsubscribe {URI}") == 1
+
+
+async def test_a_2026_client_over_http_gets_resource_updates(tmp_path: Path) -> None:
+    """A real `signoff mcp-proxy --transport http` process and its stdio upstream (2026-07-28
+    on both hops): the listen stream carries the resource's update."""
+    config = tmp_path / "signoff.yaml"
+    config.write_text("store: sqlite:///signoff.db\n" + POLICY, encoding="utf-8")
+    proxy = ProxyProcess(config)
+    try:
+        async with (
+            Client(proxy.url, mode="auto") as client,
+            client.listen(resource_subscriptions=[URI]) as stream,
+        ):
+            await client.call_tool("touch", {"uri": URI})
+            with anyio.fail_after(30):
+                event = await stream.__anext__()
+    finally:
+        proxy.stop()
+    assert event == ResourceUpdated(uri=URI)
