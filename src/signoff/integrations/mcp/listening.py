@@ -122,13 +122,18 @@ async def _listen_upstream(
     *,
     task_status: anyio.abc.TaskStatus[anyio.CancelScope],
 ) -> None:
-    """A 2026-07-28 upstream's listen stream for one resource, until cancelled."""
+    """A 2026-07-28 upstream's listen stream for one resource, until cancelled. Once
+    started it never raises: it runs in the hub's task group, which an error would end."""
+    started = False
     with anyio.CancelScope() as scope:
-        async with client.listen(resource_subscriptions=[uri]) as events:
-            task_status.started(scope)
-            event: ServerEvent
-            try:
+        try:
+            async with client.listen(resource_subscriptions=[uri]) as events:
+                task_status.started(scope)
+                started = True
+                event: ServerEvent
                 async for event in events:
                     await deliver(event)
-            except Exception as exc:  # the upstream went away: its link restarts itself
-                log.info("updates of %s from the upstream ended: %s", uri, describe(exc))
+        except Exception as exc:  # the upstream went away: its link restarts itself
+            if not started:
+                raise
+            log.info("updates of %s from the upstream ended: %s", uri, describe(exc))
