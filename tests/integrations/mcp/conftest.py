@@ -27,6 +27,8 @@ serve:
 tools:
   echo: {default: allow}
   slow: {default: allow}
+  steps: {default: allow}
+  seen: {default: allow}
   delete_file:
     default: require_approval
     approvers: {roles: [admin]}

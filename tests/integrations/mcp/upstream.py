@@ -63,6 +63,18 @@ def make_upstream(name: str = "upstream") -> tuple[MCPServer, list[str]]:
             raise
         return "done"
 
+    @server.tool()
+    async def steps(count: int, ctx: Context) -> str:
+        """Report progress ``count`` times, then finish."""
+        for step in range(1, count + 1):
+            await ctx.report_progress(step, count, f"step {step}")
+        return f"{count} steps"
+
+    @server.tool()
+    def seen() -> str:
+        """What this upstream process ran so far (for tests of a separate process)."""
+        return "\n".join(events)
+
     add_features(server, events)
     return server, events
 
@@ -131,8 +143,10 @@ def add_features(server: MCPServer, events: list[str]) -> None:
 
     @server.tool()
     async def touch(uri: str, ctx: Context) -> str:
-        """Say that a resource changed (2025 era)."""
+        """Say that a resource changed (2025 era: a notification to subscribers; 2026-07-28:
+        an event on the listen streams that asked for ``uri``)."""
         await ctx.session.send_resource_updated(uri)
+        await ctx.notify_resource_updated(uri)
         return "touched"
 
     @server.tool()

@@ -27,11 +27,11 @@ from mcp.client.session import (
     MessageHandlerFnT,
     SamplingFnT,
 )
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ServerEvent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from signoff.integrations.mcp.lean import LeanHTTP
 from signoff.integrations.mcp.upstreams import UpstreamError, UpstreamSpec, without_query
 
 log = logging.getLogger("signoff.mcp")
@@ -96,6 +96,8 @@ class UpstreamLink:
         self.max_restarts = restarts
         self.on_restart = on_restart
         self.client: Client | None = None
+        #: The direct ``tools/call`` leg of an HTTP upstream (None: stdio or in-process).
+        self.lean: LeanHTTP | None = None
         self.state = LinkState()
         self._lost = anyio.Event()
         self._closing = False
@@ -248,7 +250,8 @@ class UpstreamLink:
         target = self.spec.target
         if isinstance(target, str):  # streamable HTTP, with room for large results
             quiet_http_log()
-            target = streamable_http_client(target, max_sse_event_size=MAX_RESULT_BYTES)
+            self.lean = LeanHTTP(target, max_event_size=MAX_RESULT_BYTES)
+            target = self.lean.connect()
         return Client(
             target,
             mode=self.mode,

@@ -20,6 +20,7 @@ from anyio.abc import TaskGroup
 from mcp.client.session import ClientRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
 
 from signoff.integrations.mcp import texts
 from signoff.integrations.mcp.catalog import DEFAULT_TTL, Catalog, Route
@@ -109,22 +110,35 @@ class UpstreamPool:
         *,
         progress: ProgressFnT | None = None,
         timeout: float | None = None,
-    ) -> types.CallToolResult:
-        """Call the upstream tool once. ``timeout`` starts now — after any human decision."""
+    ) -> types.CallToolResult | dict[str, Any]:
+        """Call the upstream tool once. ``timeout`` starts now — after any human decision.
+
+        A result relayed by the lean HTTP leg (:mod:`.lean`) comes back as the upstream's
+        JSON object, not validated here: the proxy only forwards it.
+        """
         link = self.link(route.upstream)
         shown = route.listed.name
         client = link.client
         if client is None:
             return refusal(texts.upstream_down(shown, link.state.reason or "not connected"))
         session = client.session
+        lean = link.lean
         try:
-            result = await session.call_tool(
-                route.tool,
-                dict(args),
-                read_timeout_seconds=timeout,
-                progress_callback=progress,
-                allow_input_required=True,
-            )
+            if lean is not None and lean.http is not None:  # HTTP: the direct leg
+                raw = await lean.call_tool(
+                    session, route.tool, dict(args), progress=progress, timeout=timeout
+                )
+                if raw.get("resultType", "complete") == "complete" and "content" in raw:
+                    return _raw_without_server_stamp(raw)
+                result = _CALL_RESULT.validate_python(raw, by_name=False)
+            else:
+                result = await session.call_tool(
+                    route.tool,
+                    dict(args),
+                    read_timeout_seconds=timeout,
+                    progress_callback=progress,
+                    allow_input_required=True,
+                )
             for _ in range(MAX_INPUT_ROUNDS):
                 if not isinstance(result, types.InputRequiredResult):
                     break
@@ -172,6 +186,22 @@ class UpstreamPool:
 async def close_quietly(pool: UpstreamPool) -> None:
     with anyio.CancelScope(shield=True):
         await pool.aclose()
+
+
+_CALL_RESULT: TypeAdapter[types.CallToolResult | types.InputRequiredResult] = TypeAdapter(
+    types.CallToolResult | types.InputRequiredResult
+)
+
+
+def _raw_without_server_stamp(result: dict[str, Any]) -> dict[str, Any]:
+    """:func:`_without_server_stamp` for a relayed JSON result, which also gets the
+    ``resultType`` a 2026-07-28 client needs when a 2025 upstream sent none."""
+    result.setdefault("resultType", "complete")
+    meta = result.get("_meta")
+    if not isinstance(meta, dict) or types.SERVER_INFO_META_KEY not in meta:
+        return result
+    kept = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
+    return {**result, "_meta": kept} if kept else {k: v for k, v in result.items() if k != "_meta"}
 
 
 def _without_server_stamp(result: types.CallToolResult) -> types.CallToolResult:

@@ -136,7 +136,9 @@ class ApprovalProxy:
     # ------------------------------------------------------------------ calling
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+        """Gate one ``tools/call``; an allowed call's result is relayed as the upstream
+        sent it (a dict from the lean HTTP leg)."""
         name, args = params.name, dict(params.arguments or {})
         route = await self._route(name)
         call_ctx = self._context(ctx, route)
@@ -418,7 +420,7 @@ class ApprovalProxy:
             return refusal(texts.store_unavailable(route.listed.name, exc), **outcome)
         args = dict(state.action.args)
         try:
-            result = await self._forward(route, args, progress)
+            result = _as_model(await self._forward(route, args, progress))
         except BaseException as exc:
             gone = isinstance(exc, anyio.get_cancelled_exc_class())
             with anyio.CancelScope(shield=True):
@@ -439,7 +441,7 @@ class ApprovalProxy:
 
     async def _forward(
         self, route: Route, args: dict[str, Any], progress: ProgressChannel
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | dict[str, Any]:
         progress.start_relay()
         return await self.pool.call(
             route, args, progress=progress.relay, timeout=self.options.upstream_timeout_s
@@ -458,6 +460,12 @@ class ApprovalProxy:
             )
             self._contexts[key] = found
         return found
+
+
+def _as_model(result: types.CallToolResult | dict[str, Any]) -> types.CallToolResult:
+    if isinstance(result, dict):
+        return types.CallToolResult.model_validate(result, by_name=False)
+    return result
 
 
 def _same_call(req: ApprovalRequest, ticket: Any, params: types.CallToolRequestParams) -> bool:

@@ -25,6 +25,7 @@ from signoff import __version__
 from signoff.gate import Gate
 from signoff.integrations.mcp import passthrough
 from signoff.integrations.mcp.catalog import mirror
+from signoff.integrations.mcp.listening import SubscribingListen
 from signoff.integrations.mcp.pool import UpstreamPool
 from signoff.integrations.mcp.proxy import ApprovalProxy, ProxyOptions
 from signoff.integrations.mcp.relay import Downstream
@@ -150,7 +151,7 @@ def build_proxy(
         get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
-        on_subscriptions_listen=ListenHandler(bus),
+        on_subscriptions_listen=SubscribingListen(ListenHandler(bus)),
     )
     server.add_request_handler("server/discover", types.RequestParams, on_discover)
     passthrough.register(server)

@@ -1,0 +1,283 @@
+"""The proxy's lean ``tools/call`` leg to a streamable-HTTP upstream (a real upstream process
+on loopback, real clients): progress, the upstream's own requests to the client mid-call,
+cancellation, and the plain HTTP/1.1 wire under it (keep-alive, chunked SSE, limits)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+
+from signoff import Gate
+from signoff.integrations.mcp import UpstreamSpec
+from signoff.integrations.mcp.wire import PlainHTTP, WireError
+from signoff.store import MemoryStore
+from tests.integrations.mcp.conftest import ERAS, abandon_when, make_policy, proxied, text_of, until
+from tests.integrations.mcp.test_http import ROOT, UPSTREAM, free_port, wait_listening
+
+UPSTREAM_ERAS = pytest.mark.parametrize(
+    "upstream_mode", ["auto", "legacy"], ids=["up-2026", "up-2025"]
+)
+
+
+@pytest.fixture
+def http_upstream() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(UPSTREAM), "--http", str(port)],
+        cwd=ROOT,
+        stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        wait_listening(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.kill()
+        process.wait(30)
+
+
+@pytest.fixture
+async def gate() -> AsyncIterator[Gate]:
+    g = Gate(make_policy(), MemoryStore())
+    yield g
+    await g.aclose()
+
+
+@ERAS
+@UPSTREAM_ERAS
+async def test_upstream_progress_reaches_the_client_in_order(
+    gate: Gate, http_upstream: str, mode: str, upstream_mode: str
+) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+
+    spec = UpstreamSpec("", http_upstream)
+    async with proxied(gate, None, mode=mode, specs=[spec], upstream_mode=upstream_mode) as client:
+        result = await client.call_tool("steps", {"count": 3}, progress_callback=progress)
+    assert text_of(result) == "3 steps"
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+async def test_an_http_upstream_asks_the_client_mid_call(gate: Gate, http_upstream: str) -> None:
+    """Sampling and elicitation pushed by a 2025-11-25 upstream on the relayed call's own
+    stream reach the real client, and its answers reach the upstream. (Pushed requests
+    exist only at 2025-11-25, on both hops; the SDK refuses them at 2026-07-28.)"""
+    mode = upstream_mode = "legacy"
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="forty-two"),
+            model="test-model",
+        )
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"colour": "teal"})
+
+    spec = UpstreamSpec("", http_upstream)
+    async with proxied(
+        gate,
+        None,
+        mode=mode,
+        specs=[spec],
+        upstream_mode=upstream_mode,
+        elicit=elicit,
+        sampling_callback=sampling,
+    ) as client:
+        asked = await client.call_tool("ask_llm", {"question": "meaning?"})
+        chose = await client.call_tool("ask_user", {"question": "Colour?"})
+    assert text_of(asked) == "forty-two"
+    assert text_of(chose) == "teal"
+
+
+@ERAS
+@UPSTREAM_ERAS
+async def test_a_cancelled_call_is_cancelled_in_the_http_upstream(
+    gate: Gate, http_upstream: str, mode: str, upstream_mode: str
+) -> None:
+    spec = UpstreamSpec("", http_upstream)
+    async with proxied(gate, None, mode=mode, specs=[spec], upstream_mode=upstream_mode) as client:
+
+        async def upstream_saw(event: str) -> bool:
+            return event in text_of(await client.call_tool("seen", {})).splitlines()
+
+        await abandon_when(
+            lambda: client.call_tool("slow", {"seconds": 30}),
+            lambda: until(lambda: upstream_saw("slow started")),
+        )
+        await until(lambda: upstream_saw("slow cancelled"))
+        after = await client.call_tool("echo", {"text": "still here"})
+    assert text_of(after) == "still here"
+
+
+@UPSTREAM_ERAS
+async def test_an_http_upstream_past_its_timeout_is_a_tool_result_and_is_cancelled(
+    gate: Gate, http_upstream: str, upstream_mode: str
+) -> None:
+    spec = UpstreamSpec("", http_upstream)
+    async with proxied(
+        gate, None, mode="legacy", specs=[spec], upstream_mode=upstream_mode, upstream_timeout_s=0.5
+    ) as client:
+        result = await client.call_tool("slow", {"seconds": 30})
+
+        async def upstream_saw(event: str) -> bool:
+            return event in text_of(await client.call_tool("seen", {})).splitlines()
+
+        await until(lambda: upstream_saw("slow cancelled"))
+    assert result.is_error and "did not answer within 0.5 s" in text_of(result)
+
+
+# ---------------------------------------------------------------------- the wire itself
+class Loopback:
+    """A real TCP server on loopback that answers each request with the next canned reply."""
+
+    def __init__(self, replies: list[bytes], *, close_after_each: bool = False) -> None:
+        self.replies = replies
+        self.close_after_each = close_after_each
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/mcp"
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while self.replies:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                self.requests.append(head + await reader.readexactly(length))
+                writer.write(self.replies.pop(0))
+                await writer.drain()
+                if self.close_after_each:
+                    break
+        except asyncio.IncompleteReadError:
+            pass
+        writer.close()
+
+
+def chunked(*parts: bytes) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+
+
+SSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+)
+
+
+async def test_sse_events_split_across_chunks_are_read_whole() -> None:
+    stream = b'event: message\r\ndata: {"a":\r\ndata: 1}\r\n\r\n: comment\r\n\r\ndata: two\n\n'
+    reply = SSE_HEAD + chunked(stream[:9], stream[9:30], stream[30:])
+    async with Loopback([reply]) as url:
+        plain = PlainHTTP(url)
+        async with plain.post(b"{}", {"content-type": "application/json"}) as answer:
+            events = [event async for event in answer.events(1024)]
+        await plain.aclose()
+    assert events == [("message", '{"a":\n1}'), ("message", "two")]
+
+
+async def test_an_sse_event_over_the_limit_is_an_error_not_a_truncation() -> None:
+    reply = SSE_HEAD + chunked(b"data: " + b"x" * 5000 + b"\r\n\r\n")
+    async with Loopback([reply]) as url:
+        plain = PlainHTTP(url)
+        with pytest.raises(WireError, match="larger than 1024 bytes"):
+            async with plain.post(b"{}", {}) as answer:
+                async for _ in answer.events(1024):
+                    pass
+        await plain.aclose()
+
+
+async def test_a_connection_is_reused_and_one_the_server_closed_is_not() -> None:
+    ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+    kept = Loopback([ok, ok])
+    async with kept as url:
+        plain = PlainHTTP(url)
+        for _ in range(2):
+            async with plain.post(b"{}", {}) as answer:
+                assert await answer.body(100) == b"{}"
+        await plain.aclose()
+    assert kept.connections == 1
+
+    loopback = Loopback([ok, ok], close_after_each=True)
+    async with loopback as url:
+        plain = PlainHTTP(url)
+        async with plain.post(b"{}", {}) as answer:
+            assert await answer.body(100) == b"{}"
+        idle = plain._idle[0]
+        await until(_as_async(idle.reader.at_eof))  # the server's close has arrived
+        async with plain.post(b"{}", {}) as answer:
+            assert await answer.body(100) == b"{}"
+        await plain.aclose()
+    assert loopback.connections == 2
+
+
+async def test_an_answer_left_unread_closes_its_connection() -> None:
+    ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+    loopback = Loopback([ok, ok])
+    async with loopback as url:
+        plain = PlainHTTP(url)
+        with anyio.CancelScope() as scope:
+            async with plain.post(b"{}", {}):
+                scope.cancel()  # a call cancelled before its answer was read
+                await anyio.sleep(1)
+        assert plain._idle == []
+        async with plain.post(b"{}", {}) as answer:
+            assert await answer.body(100) == b"{}"
+        await plain.aclose()
+    assert loopback.connections == 2
+
+
+def _as_async(check: Any) -> Any:
+    async def predicate() -> bool:
+        return bool(check())
+
+    return predicate
+
+
+async def test_an_sse_answer_read_to_its_end_leaves_the_connection_for_the_next_call() -> None:
+    reply = SSE_HEAD + chunked(b'data: {"id": 1}\r\n\r\n')
+    loopback = Loopback([reply, reply])
+    async with loopback as url:
+        plain = PlainHTTP(url)
+        for _ in range(2):
+            async with plain.post(b"{}", {}) as answer:
+                async for _event in answer.events(1024):
+                    break  # the awaited event: the caller stops reading here
+                assert await answer.finish(10)
+        await plain.aclose()
+    assert loopback.connections == 1
+
+
+async def test_an_sse_stream_left_open_after_the_answer_is_closed_not_reused() -> None:
+    open_stream = SSE_HEAD + b'13\r\ndata: {"id": 1}\r\n\r\n\r\n'  # no terminating chunk
+    ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+    loopback = Loopback([open_stream, ok])
+    async with loopback as url:
+        plain = PlainHTTP(url)
+        async with plain.post(b"{}", {}) as answer:
+            assert [e async for e in _first(answer.events(1024))] == [("message", '{"id": 1}')]
+            assert not await answer.finish(0.05)
+        assert plain._idle == []
+        await plain.aclose()
+
+
+async def _first(events: Any) -> Any:
+    async for event in events:
+        yield event
+        return
