@@ -281,3 +281,52 @@ async def _first(events: Any) -> Any:
     async for event in events:
         yield event
         return
+
+
+async def test_an_answer_saying_close_or_http_1_0_does_not_keep_its_connection() -> None:
+    close = (
+        b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: application/json\r\n"
+        b"content-length: 2\r\n\r\n{}"
+    )
+    old = b"HTTP/1.0 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+    for reply in (close, old):
+        loopback = Loopback([reply])
+        async with loopback as url:
+            plain = PlainHTTP(url)
+            async with plain.post(b"{}", {}) as answer:
+                assert await answer.body(100) == b"{}"
+            assert plain._idle == []
+            await plain.aclose()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\n{}",  # smuggling
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+        b"NOT HTTP AT ALL\r\n\r\n",
+    ],
+    ids=["two-lengths", "bad-chunk", "not-http"],
+)
+async def test_a_malformed_answer_is_a_wire_error_and_the_connection_is_dropped(
+    reply: bytes,
+) -> None:
+    loopback = Loopback([reply])
+    async with loopback as url:
+        plain = PlainHTTP(url)
+        with pytest.raises(WireError, match="malformed"):
+            async with plain.post(b"{}", {}) as answer:
+                await answer.body(100)
+        assert plain._idle == []
+        await plain.aclose()
+
+
+async def test_a_header_with_a_line_break_is_refused_before_anything_is_sent() -> None:
+    loopback = Loopback([])
+    async with loopback as url:
+        plain = PlainHTTP(url)
+        with pytest.raises(WireError, match="line break"):
+            async with plain.post(b"{}", {"mcp-session-id": "abc\r\nx-injected: 1"}):
+                pass
+        await plain.aclose()
+    assert loopback.requests == []

@@ -3,7 +3,8 @@
 httpx's layers (client, transport, connection pool, h11 state machine) were the largest
 part of the proxy's CPU per relayed call. A POST to an ``http://`` upstream and its
 answer — ``Content-Length`` or chunked, JSON or an SSE stream — need much less: one request
-written in one go, a status line and headers, a body read as it arrives. Used only where
+written in one go, and an answer parsed by httptools (llhttp, the C parser uvicorn runs on)
+as it arrives. Used only where
 nothing else applies to the request (plain ``http://``, no proxy from the environment, the
 asyncio event loop); otherwise the lean leg goes through httpx.
 
@@ -24,6 +25,7 @@ from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
 import anyio
+import httptools
 import sniffio
 
 #: Idle connections older than this are dropped (servers close them: uvicorn after 5 s).
@@ -31,21 +33,64 @@ IDLE_S = 2.0
 #: The longest status line plus headers read.
 HEAD_LIMIT = 64 * 1024
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_UNSAFE = re.compile(r"[\r\n\x00]")
 
 
 class WireError(Exception):
     """The connection failed or the answer is not HTTP/1.1 as expected."""
 
 
-class Answer:
-    """One HTTP answer: status, headers (lower-case names), and a body read on demand."""
+class _Framing:
+    """httptools' callbacks for one answer: the head, then body parts as they arrive."""
 
-    def __init__(self, reader: asyncio.StreamReader, status: int, headers: dict[str, str]):
-        self.status = status
-        self.headers = headers
+    def __init__(self) -> None:
+        self.parser: httptools.HttpResponseParser | None = None
+        self.headers: dict[str, str] = {}
+        self.head_done = False
+        self.keep_alive = False
+        self.done = False
+        self.parts: list[bytes] = []
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        # a repeated field joins with a comma (RFC 9110 §5.3)
+        self.headers[key] = f"{self.headers[key]}, {text}" if key in self.headers else text
+
+    def on_headers_complete(self) -> None:
+        self.head_done = True
+        # read now: once the message is complete the parser has moved on to the next one
+        self.keep_alive = self.parser is not None and self.parser.should_keep_alive()
+
+    def on_body(self, body: bytes) -> None:
+        self.parts.append(bytes(body))
+
+    def on_message_complete(self) -> None:
+        self.done = True
+
+
+class Answer:
+    """One HTTP answer: status, headers (lower-case names), and a body read on demand.
+
+    The framing — status line, headers, ``Content-Length``, chunked encoding, an answer that
+    ends with its connection — is parsed by httptools (llhttp, the parser uvicorn runs on).
+    """
+
+    def __init__(
+        self, reader: asyncio.StreamReader, parser: httptools.HttpResponseParser, framing: _Framing
+    ) -> None:
+        self.status: int = parser.get_status_code()
+        self.headers = framing.headers
         self.complete = False
         self._reader = reader
+        self._parser = parser
+        self._framing = framing
         self._chunks = self._read()
+
+    @property
+    def reusable(self) -> bool:
+        """Read to its end, and the upstream keeps the connection (``should_keep_alive``)."""
+        return self.complete and self._framing.keep_alive
 
     async def body(self, limit: int) -> bytes:
         parts, size = [], 0
@@ -69,31 +114,22 @@ class Answer:
         return self.complete
 
     async def _read(self) -> AsyncIterator[bytes]:
-        reader, headers = self._reader, self.headers
-        try:
-            if "chunked" in headers.get("transfer-encoding", ""):
-                while True:
-                    size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0], 16)
-                    if size == 0:
-                        while await reader.readuntil(b"\r\n") != b"\r\n":
-                            pass  # trailers
-                        break
-                    data = await reader.readexactly(size + 2)
-                    yield data[:-2]
-            elif "content-length" in headers:
-                remaining = int(headers["content-length"])
-                while remaining > 0:
-                    data = await reader.read(min(remaining, 1 << 20))
-                    if not data:
-                        raise WireError("the connection closed before the answer's end")
-                    remaining -= len(data)
-                    yield data
-            else:
-                while data := await reader.read(1 << 20):
-                    yield data
-                return  # read to EOF: the connection cannot be reused
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
-            raise WireError(f"a malformed or cut answer ({type(exc).__name__})") from None
+        framing = self._framing
+        while True:
+            if framing.parts:
+                parts, framing.parts = framing.parts, []
+                for part in parts:
+                    yield part
+            if framing.done:
+                break
+            data = await self._reader.read(1 << 20)
+            if not data:
+                if "content-length" in self.headers or "chunked" in self.headers.get(
+                    "transfer-encoding", ""
+                ):
+                    raise WireError("the connection closed before the answer's end")
+                return  # an answer that ends with its connection: not reusable
+            _feed(self._parser, data)
         self.complete = True
 
     async def events(self, max_event_size: int) -> AsyncIterator[tuple[str, str]]:
@@ -174,18 +210,16 @@ class PlainHTTP:
         answer: Answer | None = None
         try:
             head = [self._prefix, f"content-length: {len(body)}\r\n"]
-            head += [f"{name}: {value}\r\n" for name, value in headers.items()]
+            for name, value in headers.items():
+                if _UNSAFE.search(name) or _UNSAFE.search(value):  # no header injection
+                    raise WireError(f"refusing a header with a line break or NUL: {name!r}")
+                head.append(f"{name}: {value}\r\n")
             head.append("\r\n")
             connection.writer.write("".join(head).encode("latin-1") + body)
             answer = await _read_head(connection.reader)
             yield answer
         finally:
-            keep = (
-                answer is not None
-                and answer.complete
-                and answer.headers.get("connection", "").lower() != "close"
-            )
-            if keep:
+            if answer is not None and answer.reusable:
                 connection.idle_since = time.monotonic()
                 self._idle.append(connection)
             else:
@@ -209,24 +243,26 @@ class PlainHTTP:
         return _Connection(reader, writer)
 
 
+def _feed(parser: httptools.HttpResponseParser, data: bytes) -> None:
+    try:
+        parser.feed_data(data)
+    except httptools.HttpParserUpgrade:
+        raise WireError("the upstream switched protocols") from None
+    except httptools.HttpParserError as exc:
+        raise WireError(f"a malformed answer: {exc}") from None
+
+
 async def _read_head(reader: asyncio.StreamReader) -> Answer:
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError:
-        raise WireError("the connection closed before an answer") from None
-    except asyncio.LimitOverrunError:
-        raise WireError("the answer's headers are too long") from None
-    lines = head.decode("latin-1").split("\r\n")
-    version, _, rest = lines[0].partition(" ")
-    if not version.startswith("HTTP/1."):
-        raise WireError(f"not an HTTP/1.1 answer: {lines[0][:80]!r}")
-    try:
-        status = int(rest[:3])
-    except ValueError:
-        raise WireError(f"no status in {lines[0][:80]!r}") from None
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-    return Answer(reader, status, headers)
+    """Read and parse up to the end of the head (body bytes that came with it are kept)."""
+    framing = _Framing()
+    parser = framing.parser = httptools.HttpResponseParser(framing)
+    seen = 0
+    while not framing.head_done:
+        data = await reader.read(HEAD_LIMIT)
+        if not data:
+            raise WireError("the connection closed before an answer")
+        seen += len(data)
+        _feed(parser, data)
+        if not framing.head_done and seen > HEAD_LIMIT:
+            raise WireError("the answer's headers are too long")
+    return Answer(reader, parser, framing)
