@@ -104,8 +104,16 @@ class _Outcome:
 class Group:
     """Runs jobs in savepoints of one transaction; :meth:`commit` answers them all."""
 
-    def __init__(self, conn: sqlite3.Connection, errors: Errors, *, alone: bool = False) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        errors: Errors,
+        *,
+        alone: bool = False,
+        on_begin: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
         self.conn = conn
+        self._on_begin = on_begin  # right after each BEGIN IMMEDIATE; must not raise
         self._errors = errors
         self._savepoints = not alone  # ``alone``: this group will run exactly one job
         self._outcomes: list[_Outcome] = []
@@ -130,6 +138,8 @@ class Group:
                 self._chain.forget()
                 with self._errors("starting a write transaction"):
                     self.conn.execute("BEGIN IMMEDIATE")
+                if self._on_begin is not None:
+                    self._on_begin(self.conn)
             if self._savepoints:
                 self.conn.execute("SAVEPOINT job")
         except BaseException as exc:

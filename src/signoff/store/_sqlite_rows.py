@@ -171,7 +171,9 @@ def cancel_quarantined(
 
 def insert_request(
     conn: sqlite3.Connection, request: ApprovalRequest, prints: Mapping[str, str]
-) -> None:
+) -> str:
+    """Insert the row and its call keys; the document's JSON text as stored."""
+    doc = request.model_dump_json()
     try:
         conn.execute(
             "INSERT INTO requests (id, kind, thread, status, created_at, due_at, version, doc) "
@@ -184,7 +186,7 @@ def insert_request(
                 epoch(request.created_at),
                 epoch(request.sweep_at),
                 request.version,
-                request.model_dump_json(),
+                doc,
             ),
         )
     except sqlite3.IntegrityError as exc:
@@ -197,22 +199,28 @@ def insert_request(
         "INSERT INTO call_keys (thread, tool_call_id, request_id, fingerprint) VALUES (?, ?, ?, ?)",
         [(request.thread, call_id, request.id, fp) for call_id, fp in prints.items()],
     )
+    return doc
 
 
-def update_doc(conn: sqlite3.Connection, request: ApprovalRequest, old_version: int) -> int:
-    """The conditional write: it only lands on the version the mutation was computed from."""
-    return conn.execute(
+def update_doc(
+    conn: sqlite3.Connection, request: ApprovalRequest, old_version: int
+) -> tuple[int, str]:
+    """The conditional write: it only lands on the version the mutation was computed from.
+    The rows it changed (0 or 1), and the document's JSON text as stored."""
+    doc = request.model_dump_json()
+    changed = conn.execute(
         "UPDATE requests SET status = ?, due_at = ?, version = ?, doc = ? "
         "WHERE id = ? AND version = ?",
         (
             request.status,
             epoch(request.sweep_at),
             request.version,
-            request.model_dump_json(),
+            doc,
             request.id,
             old_version,
         ),
     ).rowcount
+    return changed, doc
 
 
 def select_requests(

@@ -51,7 +51,15 @@ from signoff.store import _sqlite_grants as grant_rows
 from signoff.store import _sqlite_outbox as outbox_rows
 from signoff.store import _sqlite_rows as rows
 from signoff.store._idempotency import existing_request_id, fingerprints
-from signoff.store._quarantine import QuarantineLog, Read, Unreadable, split, to_request
+from signoff.store._quarantine import (
+    QuarantineLog,
+    Read,
+    Unreadable,
+    parse_doc,
+    split,
+    to_request,
+)
+from signoff.store._sqlite_cache import Cached, DocCache
 from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
 from signoff.store._sqlite_wake import Doorbell
@@ -103,12 +111,14 @@ class SQLiteStore:
         self._waiters = Waiters()
         self._listeners = Listeners()
         self._doorbell = Doorbell(self.path)
+        self._cache = DocCache()
         self._writer = WriterThread(
             self._open_writer,
             self._write_audit_batch,
             name=f"signoff-sqlite-writer:{self.path}",
             errors=functools.partial(sqlite_errors, self.path),
             on_commit=self._doorbell.ring,
+            on_begin=self._cache.check,
         )
         self._reader: ThreadPoolExecutor | None = None
         self._reader_conn: sqlite3.Connection | None = None
@@ -119,6 +129,7 @@ class SQLiteStore:
             interval_s=wake_interval_s,
             name=f"signoff-sqlite-watcher:{self.path}",
             doorbell=self._doorbell,
+            on_idle=self._cache.distrust,
         )
         self._audit_cursor: int | None = None
         self._state_lock = threading.Lock()
@@ -233,12 +244,19 @@ class SQLiteStore:
         with sqlite_errors(self.path, doing):
             return body()
 
-    def _after_commit(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
-        """From a writer job: wake waiters and listeners once the change is committed."""
-        if request.terminal or self._listeners:
-            self._writer.after_commit(functools.partial(self._committed, request, events))
+    def _after_commit(
+        self, request: ApprovalRequest, events: list[AuditEvent], doc: str, generation: int
+    ) -> None:
+        """From a writer job: once the change is committed, cache the document as written
+        (``generation``: the cache's when the job read it) and wake waiters and listeners."""
+        self._writer.after_commit(
+            functools.partial(self._committed, request, events, doc, generation)
+        )
 
-    def _committed(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
+    def _committed(
+        self, request: ApprovalRequest, events: list[AuditEvent], doc: str, generation: int
+    ) -> None:
+        self._cache.put(request.id, request.status, Cached(request.version, doc), generation)
         if request.terminal:
             self._waiters.wake(request)
         if self._listeners:
@@ -262,15 +280,14 @@ class SQLiteStore:
                     if found is None:  # impossible while the foreign key holds
                         raise StoreError(f"call keys point to a missing request {existing}")
                     return self._settle_in_transaction(conn, *found), False
-                rows.insert_request(conn, request, prints)
+                generation = self._cache.generation
+                doc = rows.insert_request(conn, request, prints)
                 rows.insert_audit(conn, events, self.origin)
                 outbox_rows.insert(conn, outbox)
+                self._after_commit(request, events, doc, generation)
                 return request, True
 
-            stored, created = self._transaction(conn, "storing a request", body)
-            if created:
-                self._after_commit(request, events)
-            return stored, created
+            return self._transaction(conn, "storing a request", body)
 
         stored, created = await self._write(job)
         if isinstance(stored, Unreadable):  # raised once its quarantine mark is committed
@@ -281,33 +298,53 @@ class SQLiteStore:
         """Run ``mutate`` on the writer thread, inside ``BEGIN IMMEDIATE``: keep it pure and quick
         (every other write in every process waits for it)."""
 
-        def job(conn: sqlite3.Connection) -> Transition | Unreadable:
-            def body() -> Transition | Unreadable:
-                found = rows.read_one(conn, request_id)
-                if found is None:
-                    raise NotFound(f"no approval request {request_id}")
-                current = self._settle_in_transaction(conn, *found)
-                if isinstance(current, Unreadable):
-                    return current
-                old_version = current.version
-                transition = mutate(current)
-                if not transition.changed:
-                    return transition  # (a released quarantine mark is committed)
-                new = transition.request
-                if new.id != request_id:
-                    raise StoreError(f"a mutation turned request {request_id} into {new.id}")
-                if new.version <= old_version:
-                    new.version = old_version + 1
-                if rows.update_doc(conn, new, old_version) != 1:
-                    raise StoreError(f"request {request_id} changed during its own transaction")
-                grant_rows.insert(conn, transition.grants)
-                rows.insert_audit(conn, transition.events, self.origin)
-                return transition
-
-            transition = self._transaction(conn, "updating a request", body)
-            if not isinstance(transition, Unreadable) and transition.changed:
-                self._after_commit(transition.request, transition.events)
+        def change(
+            conn: sqlite3.Connection, current: ApprovalRequest, old_version: int
+        ) -> Transition | None:
+            """Apply ``mutate`` and write it; None when the row is not at ``old_version``."""
+            generation = self._cache.generation
+            transition = mutate(current)
+            if not transition.changed:
+                return transition  # (a released quarantine mark is committed)
+            new = transition.request
+            if new.id != request_id:
+                raise StoreError(f"a mutation turned request {request_id} into {new.id}")
+            if new.version <= old_version:
+                new.version = old_version + 1
+            written, doc = rows.update_doc(conn, new, old_version)
+            if written != 1:
+                return None
+            grant_rows.insert(conn, transition.grants)
+            rows.insert_audit(conn, transition.events, self.origin)
+            self._after_commit(new, transition.events, doc, generation)
             return transition
+
+        def body(conn: sqlite3.Connection) -> Transition | Unreadable:
+            cached = self._cache.take(request_id)  # back after this job's commit, if any
+            if cached is not None:
+                current = parse_doc(request_id, cached.doc)  # our own text: it parses
+                if isinstance(current, ApprovalRequest):
+                    done = change(conn, current, cached.version)
+                    if done is not None:
+                        if not done.changed:  # nothing written: the entry still holds
+                            self._cache.put(
+                                request_id, current.status, cached, self._cache.generation
+                            )
+                        return done
+                log.warning("cached request %s was not current; reading it again", request_id)
+            found = rows.read_one(conn, request_id)
+            if found is None:
+                raise NotFound(f"no approval request {request_id}")
+            read = self._settle_in_transaction(conn, *found)
+            if isinstance(read, Unreadable):
+                return read
+            done = change(conn, read, read.version)
+            if done is None:
+                raise StoreError(f"request {request_id} changed during its own transaction")
+            return done
+
+        def job(conn: sqlite3.Connection) -> Transition | Unreadable:
+            return self._transaction(conn, "updating a request", lambda: body(conn))
 
         transition = await self._write(job)
         if isinstance(transition, Unreadable):  # raised once its quarantine mark is committed
@@ -315,6 +352,11 @@ class SQLiteStore:
         return transition
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
+        doc = None if self._closed else self._cache.read(request_id)
+        if doc is not None:  # see _sqlite_cache: current but for an unrung foreign commit
+            cached = parse_doc(request_id, doc)
+            if isinstance(cached, ApprovalRequest):
+                return cached
         found = await self._read(lambda c: rows.read_one(c, request_id), "reading a request")
         return await self._settle_read(found, "reading a request")
 
@@ -455,7 +497,10 @@ class SQLiteStore:
             return self._transaction(
                 conn,
                 "cancelling a quarantined request",
-                lambda: rows.cancel_quarantined(conn, request_id, actor, reason, self.origin),
+                lambda: self._cache_out(
+                    request_id,
+                    rows.cancel_quarantined(conn, request_id, actor, reason, self.origin),
+                ),
             )
 
         closed = await self._write(job)
@@ -464,8 +509,14 @@ class SQLiteStore:
         )
         return closed
 
+    def _cache_out(self, request_id: str, result: T) -> T:
+        self._cache.discard(request_id)
+        return result
+
     def _settle_in_transaction(self, conn: sqlite3.Connection, value: Read, marked: bool) -> Read:
         """Inside a write transaction: mark an unreadable row; release a repaired one."""
+        if isinstance(value, Unreadable) or marked:
+            self._cache.discard(value.id)
         if isinstance(value, Unreadable):
             rows.mark_quarantined(conn, value, self.origin, utcnow())
         elif marked and rows.release_quarantine(conn, value.id):
@@ -513,6 +564,7 @@ class SQLiteStore:
 
         def body(conn: sqlite3.Connection) -> None:
             for row in todo:
+                self._cache.discard(row.id)
                 rows.mark_quarantined(conn, row, self.origin, utcnow())
 
         try:
@@ -621,6 +673,10 @@ class SQLiteStore:
 
     def _on_data_change(self, conn: sqlite3.Connection, first: bool) -> None:
         """Another connection committed: wake waiters whose request is now terminal."""
+        if first and self._watcher.doorbell_works:
+            self._cache.trust()  # from now on every foreign commit rings us: see _sqlite_cache
+        else:
+            self._cache.drop_all()
         terminal, unreadable = rows.terminal_among(conn, self._waiters.ids())
         for request in terminal:
             self._counters["cross_process_wakes"] += self._waiters.wake(request)
@@ -765,6 +821,10 @@ class SQLiteStore:
             "doorbell_wakes": self._watcher.rung,
             "doorbell_rings": self._doorbell.rings,
             "cross_process_wakes": self._counters["cross_process_wakes"],
+            "cache_entries": len(self._cache),
+            "cache_hits": self._cache.hits,
+            "cache_misses": self._cache.misses,
+            "cache_reads_trusted": self._cache.trusted,
         }
 
 
