@@ -19,16 +19,17 @@ import pytest
 
 from signoff.model import ApprovalRequest, AuditEvent, StoreError, Transition
 from signoff.store import SQLiteStore
+from signoff.store.base import Mutation
 from tests.store.factories import created_events, decide, decision, make_grant, make_request
 from tests.store.test_sqlite_group_commit import HeldWriter
 
 
-def note(who: str) -> object:
+def note(who: str) -> Mutation:
     """A mutation that records ``who`` as the request's waiter (and audits it)."""
 
     def mutate(req: ApprovalRequest) -> Transition:
         req.waiter = who
-        event = AuditEvent(event="renewed", request_id=req.id, thread=req.thread, actor=who)
+        event = AuditEvent(event="reattached", request_id=req.id, thread=req.thread, actor=who)
         return Transition(req, [event])
 
     return mutate
@@ -59,8 +60,8 @@ async def test_an_update_uses_the_cached_document_without_reading_the_row(
     async with SQLiteStore(tmp_path / "s.db") as store:
         await create(store, "r1")
         await store._write(lambda conn: conn.set_trace_callback(seen.append))
-        await store.update_request("r1", note("a"))  # type: ignore[arg-type]
-        await store.update_request("r1", note("b"))  # type: ignore[arg-type]
+        await store.update_request("r1", note("a"))
+        await store.update_request("r1", note("b"))
         assert not [s for s in seen if s.startswith("SELECT") and "FROM requests" in s]
         assert store.stats()["cache_hits"] == 2
         version, doc = raw_doc(tmp_path / "s.db", "r1")
@@ -71,13 +72,13 @@ async def test_a_second_store_writing_between_cached_updates_is_seen(tmp_path: P
     path = tmp_path / "s.db"
     async with SQLiteStore(path) as first, SQLiteStore(path) as second:
         await create(first, "r1")
-        await first.update_request("r1", note("first"))  # type: ignore[arg-type]
-        await second.update_request("r1", note("second"))  # type: ignore[arg-type]
+        await first.update_request("r1", note("first"))
+        await second.update_request("r1", note("second"))
         seen: list[str | None] = []
 
         def look(req: ApprovalRequest) -> Transition:
             seen.append(req.waiter)
-            return note("first-again")(req)  # type: ignore[operator,no-any-return]
+            return note("first-again")(req)
 
         tr = await first.update_request("r1", look)
         assert seen == ["second"]  # the row the second store wrote, not the cached one
@@ -89,7 +90,7 @@ async def test_another_process_writing_between_cached_updates_is_seen(tmp_path: 
     path = tmp_path / "s.db"
     async with SQLiteStore(path) as store:
         await create(store, "r1")
-        await store.update_request("r1", note("here"))  # type: ignore[arg-type]
+        await store.update_request("r1", note("here"))
         child = (
             "import asyncio, sys\n"
             "from signoff.store import SQLiteStore\n"
@@ -108,10 +109,14 @@ async def test_another_process_writing_between_cached_updates_is_seen(tmp_path: 
             cwd=Path(__file__).parents[2],
             timeout=60,
         )
-        tr = await store.update_request("r1", note("here-again"))  # type: ignore[arg-type]
+        tr = await store.update_request("r1", note("here-again"))
         assert tr.request.version == 3
         events = [(r.event, r.actor) for r in await store.read_audit()]
-        assert events[-3:] == [("renewed", "here"), ("renewed", "child"), ("renewed", "here-again")]
+        assert events[-3:] == [
+            ("reattached", "here"),
+            ("reattached", "child"),
+            ("reattached", "here-again"),
+        ]
 
 
 async def test_a_hand_edit_that_keeps_the_version_is_seen_by_the_next_update(
@@ -120,8 +125,8 @@ async def test_a_hand_edit_that_keeps_the_version_is_seen_by_the_next_update(
     path = tmp_path / "s.db"
     async with SQLiteStore(path) as store:
         await create(store, "r1")
-        await store.update_request("r1", note("cached"))  # type: ignore[arg-type]
-        version, doc = raw_doc(path, "r1")
+        await store.update_request("r1", note("cached"))
+        _, doc = raw_doc(path, "r1")
         doc["waiter"] = "edited by hand"
         conn = sqlite3.connect(path)
         with conn:  # no version bump, no doorbell: only data_version can tell
@@ -131,7 +136,7 @@ async def test_a_hand_edit_that_keeps_the_version_is_seen_by_the_next_update(
 
         def look(req: ApprovalRequest) -> Transition:
             seen.append(req.waiter)
-            return note("after")(req)  # type: ignore[operator,no-any-return]
+            return note("after")(req)
 
         await store.update_request("r1", look)
         assert seen == ["edited by hand"]
@@ -142,7 +147,7 @@ async def test_a_job_that_raises_after_changing_the_document_leaves_no_cached_co
 ) -> None:
     async with SQLiteStore(tmp_path / "s.db") as store:
         await create(store, "r1")
-        await store.update_request("r1", note("kept"))  # type: ignore[arg-type]
+        await store.update_request("r1", note("kept"))
 
         def half_done(req: ApprovalRequest) -> Transition:
             req.waiter = "never stored"
@@ -175,7 +180,7 @@ async def test_a_rolled_back_savepoint_leaves_no_cached_copy(tmp_path: Path) -> 
         async with HeldWriter(store) as held:
             tasks = await held.queue(
                 store.update_request("r1", with_duplicate_grant),
-                store.update_request("r2", note("committed")),  # type: ignore[arg-type]
+                store.update_request("r2", note("committed")),
             )
         with pytest.raises(StoreError):
             await tasks[0]
@@ -189,11 +194,11 @@ async def test_a_rolled_back_savepoint_leaves_no_cached_copy(tmp_path: Path) -> 
 async def test_two_changes_to_one_request_in_one_group_both_land(tmp_path: Path) -> None:
     async with SQLiteStore(tmp_path / "s.db") as store:
         await create(store, "r1")
-        await store.update_request("r1", note("zero"))  # type: ignore[arg-type]
+        await store.update_request("r1", note("zero"))
         async with HeldWriter(store) as held:
             tasks = await held.queue(
-                store.update_request("r1", note("one")),  # type: ignore[arg-type]
-                store.update_request("r1", note("two")),  # type: ignore[arg-type]
+                store.update_request("r1", note("one")),
+                store.update_request("r1", note("two")),
             )
         versions = [(await t).request.version for t in tasks]
         assert versions == [2, 3]
@@ -207,7 +212,7 @@ async def test_reads_skip_the_cache_while_nothing_watches_for_other_writers(
     path = tmp_path / "s.db"
     async with SQLiteStore(path) as store:
         await create(store, "r1")
-        await store.update_request("r1", note("cached"))  # type: ignore[arg-type]
+        await store.update_request("r1", note("cached"))
         assert not store.stats()["cache_reads_trusted"]
         _, doc = raw_doc(path, "r1")
         doc["waiter"] = "edited"
@@ -223,13 +228,13 @@ async def test_a_ringing_writer_drops_cached_reads_before_waiters_wake(tmp_path:
     async with SQLiteStore(path) as first, SQLiteStore(path) as second:
         await create(first, "r1")
         await create(first, "watched")
-        await first.update_request("r1", note("first"))  # type: ignore[arg-type]
+        await first.update_request("r1", note("first"))
         waiting = asyncio.ensure_future(first.wait("watched", timeout=30))
         while not first.stats()["cache_reads_trusted"]:
             await asyncio.sleep(0.001)  # the watcher's first look
-        await first.update_request("r1", note("cached again"))  # type: ignore[arg-type]
+        await first.update_request("r1", note("cached again"))
         assert first._cache.read("r1") is not None  # served on the loop from here on
-        await second.update_request("r1", note("second"))  # type: ignore[arg-type]
+        await second.update_request("r1", note("second"))
         await decide(second, "watched", decision())
         assert (await waiting).terminal  # woken by the watcher, after it dropped the cache
         assert (await first.get_request("r1")).waiter == "second"  # type: ignore[union-attr]
