@@ -95,6 +95,11 @@ class DocCache:
             self._entries.clear()
             self.trusted = True
 
+    def peek(self, request_id: str) -> Cached | None:
+        """The entry as it is now, for a caller about to queue a change (the writer will
+        use what it parsed only if :meth:`take` then returns this very entry)."""
+        return self._entries.get(request_id)
+
     def take(self, request_id: str) -> Cached | None:
         """On the writer, inside the transaction: the entry, removed until its job commits."""
         with self._lock:

@@ -257,8 +257,8 @@ class SQLiteStore:
         self, request: ApprovalRequest, events: list[AuditEvent], doc: str, generation: int
     ) -> None:
         self._cache.put(request.id, request.status, Cached(request.version, doc), generation)
-        if request.terminal:
-            self._waiters.wake(request)
+        if request.terminal:  # each waiter parses its own copy of the text, on its loop
+            self._waiters.wake_each(request.id, functools.partial(_parse_own, request.id, doc))
         if self._listeners:
             self._listeners.notify(request, listener_event([e.event for e in events], request))
 
@@ -319,10 +319,19 @@ class SQLiteStore:
             self._after_commit(new, transition.events, doc, generation)
             return transition
 
+        # Parsed here, on the caller's loop, so the writer need not: it uses this copy only
+        # if the entry it takes in the transaction is this very one (the same text).
+        seen = self._cache.peek(request_id)
+        early = parse_doc(request_id, seen.doc) if seen is not None else None
+
         def body(conn: sqlite3.Connection) -> Transition | Unreadable:
             cached = self._cache.take(request_id)  # back after this job's commit, if any
             if cached is not None:
-                current = parse_doc(request_id, cached.doc)  # our own text: it parses
+                current = (
+                    early
+                    if cached is seen and early is not None
+                    else parse_doc(request_id, cached.doc)  # our own text: it parses
+                )
                 if isinstance(current, ApprovalRequest):
                     done = change(conn, current, cached.version)
                     if done is not None:
@@ -826,6 +835,14 @@ class SQLiteStore:
             "cache_misses": self._cache.misses,
             "cache_reads_trusted": self._cache.trusted,
         }
+
+
+def _parse_own(request_id: str, doc: str) -> ApprovalRequest:
+    """A document this store wrote (it parses: it was just dumped from a valid request)."""
+    parsed = parse_doc(request_id, doc)
+    if isinstance(parsed, str):
+        raise StoreError(f"request {request_id} as written cannot be read back: {parsed}")
+    return parsed
 
 
 def _close_at_exit(ref: weakref.ReferenceType[SQLiteStore]) -> None:
