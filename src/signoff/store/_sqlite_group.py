@@ -19,9 +19,11 @@ COMMIT``:
   succeeded is answered with that error instead: nothing of it was written.
 
 The audit chain's head (``seq``, ``prev_hash``) is read inside the transaction by the group's
-first append and kept for the next ones (:class:`~._sqlite_rows.ChainHead`); a rolled-back
-savepoint or transaction forgets it, so the next append reads it again where the database
-has it.
+first append and kept for the next ones (:class:`~._sqlite_rows.ChainHead`), which also holds
+the group's sealed audit rows until one ``executemany`` inserts them all before the COMMIT (a
+failing insert fails the group like a failing COMMIT); a rolled-back savepoint takes its
+job's rows back out, a rolled-back transaction drops them all, and the next append reads the
+head again where the database has it.
 """
 
 from __future__ import annotations
@@ -135,7 +137,7 @@ class Group:
         self._outcomes.append(outcome)
         try:
             if not self.conn.in_transaction:  # the first job, or SQLite ended the group
-                self._chain.forget()
+                self._chain.drop()
                 with self._errors("starting a write transaction"):
                     self.conn.execute("BEGIN IMMEDIATE")
                 if self._on_begin is not None:
@@ -146,19 +148,19 @@ class Group:
             outcome.error = exc
             return exc
         self._running = outcome
+        mark = self._chain.mark()
         try:
             outcome.result = job(self.conn)
             if self._savepoints:
                 self.conn.execute("RELEASE job")
         except BaseException as exc:
             outcome.error, outcome.after = exc, []
-            self._undo(exc)
+            self._undo(exc, mark)
         finally:
             self._running = None
         return outcome.error
 
-    def _undo(self, exc: BaseException) -> None:
-        self._chain.forget()  # the job's audit rows (if any) are rolled back
+    def _undo(self, exc: BaseException, mark: int) -> None:
         if not self._savepoints:
             self._rollback()  # the job was the whole transaction
             return
@@ -166,6 +168,7 @@ class Group:
             try:
                 self.conn.execute("ROLLBACK TO job")
                 self.conn.execute("RELEASE job")
+                self._chain.undo_to(mark)  # the job's audit rows (if any) go with it
                 return
             except sqlite3.Error:
                 log.exception("rolling back a job's savepoint failed; rolling back its group")
@@ -173,7 +176,7 @@ class Group:
         self._lose(exc)  # SQLite rolled the whole transaction back: earlier jobs' work too
 
     def _rollback(self) -> None:
-        self._chain.forget()
+        self._chain.drop()
         if self.conn.in_transaction:
             try:
                 self.conn.execute("ROLLBACK")
@@ -182,7 +185,7 @@ class Group:
 
     def _lose(self, cause: BaseException) -> None:
         """Every job that had succeeded so far was rolled back with the transaction."""
-        self._chain.forget()
+        self._chain.drop()
         for outcome in self._outcomes:
             if outcome.error is None:
                 outcome.error = StoreError(
@@ -198,6 +201,7 @@ class Group:
             return True
         try:
             with self._errors("committing"):
+                self._chain.flush(self.conn)  # the group's audit rows: one executemany
                 self.conn.execute("COMMIT")
         except BaseException as exc:
             self._rollback()

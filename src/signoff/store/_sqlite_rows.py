@@ -279,22 +279,50 @@ def docs_by_id(conn: sqlite3.Connection, ids: list[str]) -> dict[str, ApprovalRe
 
 
 # ---------------------------------------------------------------- audit
-class ChainHead:
-    """The audit chain's last ``(seq, hash)`` as the open write transaction has it.
+_INSERT_AUDIT = (
+    f"INSERT INTO audit ({AUDIT_COLUMNS}, origin) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
-    A group commit registers one for its connection (:func:`track_chain_head`) so its jobs
-    read the head from the database once, not once each; it is forgotten whenever a job's
-    savepoint or the transaction rolls back, and dropped with the transaction (another
-    process can append only after our COMMIT, and the next group reads the head again).
+
+class ChainHead:
+    """The audit chain's last ``(seq, hash)`` as the open write transaction has it, and the
+    group's sealed rows not inserted yet.
+
+    A group commit registers one for its connection (:func:`track_chain_head`): its jobs
+    read the head from the database once, not once each, and their audit rows are sealed at
+    once but inserted with one ``executemany`` just before the COMMIT (:meth:`flush`). A job
+    whose savepoint rolls back takes its rows back out (:meth:`undo_to` the :meth:`mark` at
+    its start); a transaction that rolls back drops them all (:meth:`drop`), and the next
+    append reads the head again from the database. Nothing else in a group reads the audit
+    table, so rows waiting here are never missed by a reader.
     """
 
-    __slots__ = ("value",)
+    __slots__ = ("pending", "value")
 
     def __init__(self) -> None:
         self.value: tuple[int, str] | None = None
+        self.pending: list[tuple[Any, ...]] = []
 
-    def forget(self) -> None:
+    def mark(self) -> int:
+        return len(self.pending)
+
+    def undo_to(self, mark: int) -> None:
+        """Forget the rows sealed since ``mark`` (their job rolled back)."""
+        del self.pending[mark:]
+        last = self.pending[-1] if self.pending else None
+        self.value = (int(last[0]), str(last[14])) if last is not None else None
+
+    def drop(self) -> None:
+        """The transaction rolled back: no row of it exists, the head is the database's."""
+        self.pending.clear()
         self.value = None
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        """Insert every sealed row (inside the transaction, before its COMMIT)."""
+        if self.pending:
+            rows, self.pending = self.pending, []
+            conn.executemany(_INSERT_AUDIT, rows)
 
 
 _chain_heads: dict[sqlite3.Connection, ChainHead] = {}
@@ -314,7 +342,8 @@ def insert_audit(conn: sqlite3.Connection, events: list[AuditEvent], origin: str
     """Chain ``events`` after the last row *inside this transaction*.
 
     ``BEGIN IMMEDIATE`` already holds the write lock, so no other process can append between
-    reading the last hash and inserting: the chain stays linear across processes.
+    reading the last hash and inserting: the chain stays linear across processes. Inside a
+    group commit the rows are inserted at its end (:meth:`ChainHead.flush`).
     """
     if not events:
         return
@@ -324,15 +353,11 @@ def insert_audit(conn: sqlite3.Connection, events: list[AuditEvent], origin: str
         last = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         known = (int(last[0]), str(last[1])) if last else (0, GENESIS_HASH)
     sealed = seal_rows(events, *known)
-    if head is not None:
-        head.forget()  # until the rows are in: a failed insert leaves nothing to trust
-    conn.executemany(
-        f"INSERT INTO audit ({AUDIT_COLUMNS}, origin) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(*row, origin) for row in sealed],
-    )
-    if head is not None:
-        head.value = (sealed[-1].seq, sealed[-1].hash)
+    if head is None:
+        conn.executemany(_INSERT_AUDIT, [(*row, origin) for row in sealed])
+        return
+    head.pending.extend((*row, origin) for row in sealed)
+    head.value = (sealed[-1].seq, sealed[-1].hash)
 
 
 def to_record(row: tuple[Any, ...]) -> AuditRecord:
