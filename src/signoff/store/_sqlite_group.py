@@ -47,6 +47,21 @@ Job = Callable[[sqlite3.Connection], Any]
 Errors = Callable[[str], AbstractContextManager[None]]
 
 
+class SelfAtomic:
+    """A job that writes at most one statement unless it asks for a savepoint first
+    (:meth:`Group.savepoint`, before its first write). Such a job runs without ``SAVEPOINT``
+    / ``RELEASE`` — two statements, each a GIL hand-off on the writer — because a failing
+    statement is undone by SQLite itself and a job failing before its write wrote nothing."""
+
+    __slots__ = ("job",)
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+
+    def __call__(self, conn: sqlite3.Connection) -> Any:
+        return self.job(conn)
+
+
 @dataclass(frozen=True, slots=True)
 class LoopReply:
     """The asyncio future of a caller on ``loop``. A group answers all of one loop's callers
@@ -120,6 +135,7 @@ class Group:
         self._savepoints = not alone  # ``alone``: this group will run exactly one job
         self._outcomes: list[_Outcome] = []
         self._running: _Outcome | None = None
+        self._in_savepoint = False  # the running job's savepoint is open
         self._chain = rows.track_chain_head(conn)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
@@ -127,6 +143,14 @@ class Group:
         if self._running is None:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
         self._running.after.append(callback)
+
+    def savepoint(self) -> None:
+        """From a :class:`SelfAtomic` job, before writing more than one statement."""
+        if self._running is None:
+            raise RuntimeError("savepoint is for jobs running on the SQLite writer")
+        if self._savepoints and not self._in_savepoint:
+            self.conn.execute("SAVEPOINT job")
+            self._in_savepoint = True
 
     def run(self, job: Job, fut: Reply) -> BaseException | None:
         """Run ``job`` in a savepoint; its caller is answered by :meth:`answer`. Returns the
@@ -142,8 +166,10 @@ class Group:
                     self.conn.execute("BEGIN IMMEDIATE")
                 if self._on_begin is not None:
                     self._on_begin(self.conn)
-            if self._savepoints:
+            self._in_savepoint = False
+            if self._savepoints and not isinstance(job, SelfAtomic):
                 self.conn.execute("SAVEPOINT job")
+                self._in_savepoint = True
         except BaseException as exc:
             outcome.error = exc
             return exc
@@ -151,7 +177,7 @@ class Group:
         mark = self._chain.mark()
         try:
             outcome.result = job(self.conn)
-            if self._savepoints:
+            if self._in_savepoint:
                 self.conn.execute("RELEASE job")
         except BaseException as exc:
             outcome.error, outcome.after = exc, []
@@ -163,6 +189,9 @@ class Group:
     def _undo(self, exc: BaseException, mark: int) -> None:
         if not self._savepoints:
             self._rollback()  # the job was the whole transaction
+            return
+        if self.conn.in_transaction and not self._in_savepoint:
+            self._chain.undo_to(mark)  # a SelfAtomic job: its failed statement is undone
             return
         if self.conn.in_transaction:
             try:

@@ -345,19 +345,36 @@ def insert_audit(conn: sqlite3.Connection, events: list[AuditEvent], origin: str
     reading the last hash and inserting: the chain stays linear across processes. Inside a
     group commit the rows are inserted at its end (:meth:`ChainHead.flush`).
     """
+    append_sealed(conn, seal_audit(conn, events, origin))
+
+
+def seal_audit(
+    conn: sqlite3.Connection, events: list[AuditEvent], origin: str
+) -> list[tuple[Any, ...]]:
+    """``events`` sealed after the chain's head as this transaction has it, not stored yet:
+    :func:`append_sealed` stores them (nothing may be appended in between)."""
     if not events:
-        return
+        return []
     head = _chain_heads.get(conn)
     known = head.value if head is not None else None
     if known is None:
         last = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         known = (int(last[0]), str(last[1])) if last else (0, GENESIS_HASH)
-    sealed = seal_rows(events, *known)
-    if head is None:
-        conn.executemany(_INSERT_AUDIT, [(*row, origin) for row in sealed])
+        if head is not None:
+            head.value = known
+    return [(*row, origin) for row in seal_rows(events, *known)]
+
+
+def append_sealed(conn: sqlite3.Connection, sealed: list[tuple[Any, ...]]) -> None:
+    """Store rows from :func:`seal_audit`: queued for the group's flush, or inserted now."""
+    if not sealed:
         return
-    head.pending.extend((*row, origin) for row in sealed)
-    head.value = (sealed[-1].seq, sealed[-1].hash)
+    head = _chain_heads.get(conn)
+    if head is None:
+        conn.executemany(_INSERT_AUDIT, sealed)
+        return
+    head.pending.extend(sealed)
+    head.value = (int(sealed[-1][0]), str(sealed[-1][14]))
 
 
 def to_record(row: tuple[Any, ...]) -> AuditRecord:

@@ -145,6 +145,13 @@ class WriterThread:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
         group.after_commit(callback)
 
+    def savepoint(self) -> None:
+        """From inside a :class:`~._sqlite_group.SelfAtomic` job: open its savepoint now."""
+        group = self._group
+        if group is None or threading.current_thread() is not self._thread:
+            raise RuntimeError("savepoint is for jobs running on the SQLite writer")
+        group.savepoint()
+
     def flush(self) -> Future[None]:
         """A job that commits every event queued before it (it fails if they could not be)."""
         return self.submit(self._flush_job)

@@ -61,6 +61,7 @@ from signoff.store._quarantine import (
 )
 from signoff.store._sqlite_cache import Cached, DocCache
 from signoff.store._sqlite_check import check_file
+from signoff.store._sqlite_group import SelfAtomic
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
 from signoff.store._sqlite_wake import Doorbell
 from signoff.store._sqlite_watcher import DataVersionWatcher
@@ -311,11 +312,16 @@ class SQLiteStore:
                 raise StoreError(f"a mutation turned request {request_id} into {new.id}")
             if new.version <= old_version:
                 new.version = old_version + 1
+            # A SelfAtomic job: everything that can fail comes before the one UPDATE, unless
+            # grants make it several statements (then in a savepoint of its own).
+            sealed = rows.seal_audit(conn, transition.events, self.origin)
+            if transition.grants:
+                self._writer.savepoint()
             written, doc = rows.update_doc(conn, new, old_version)
             if written != 1:
                 return None
             grant_rows.insert(conn, transition.grants)
-            rows.insert_audit(conn, transition.events, self.origin)
+            rows.append_sealed(conn, sealed)  # a list append: cannot fail after the UPDATE
             self._after_commit(new, transition.events, doc, generation)
             return transition
 
@@ -344,6 +350,8 @@ class SQLiteStore:
             found = rows.read_one(conn, request_id)
             if found is None:
                 raise NotFound(f"no approval request {request_id}")
+            if isinstance(found[0], Unreadable) or found[1]:
+                self._writer.savepoint()  # marking or releasing writes several statements
             read = self._settle_in_transaction(conn, *found)
             if isinstance(read, Unreadable):
                 return read
@@ -352,10 +360,11 @@ class SQLiteStore:
                 raise StoreError(f"request {request_id} changed during its own transaction")
             return done
 
-        def job(conn: sqlite3.Connection) -> Transition | Unreadable:
-            return self._transaction(conn, "updating a request", lambda: body(conn))
+        job = SelfAtomic(
+            lambda conn: self._transaction(conn, "updating a request", lambda: body(conn))
+        )
 
-        transition = await self._write(job)
+        transition: Transition | Unreadable = await self._write(job)
         if isinstance(transition, Unreadable):  # raised once its quarantine mark is committed
             raise self._unreadable(transition, "updating a request")
         return transition
