@@ -55,3 +55,24 @@ async def test_an_audit_insert_that_fails_at_the_commit_fails_the_whole_group(
         assert (await new_request(store, "after"))[1]
         assert [r.request_id for r in await store.read_audit()] == ["before", "after"]
         assert (await store.verify_audit()).ok
+
+
+async def test_later_groups_reuse_the_head_until_another_connection_commits(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+    head_reads: list[str] = []
+    async with SQLiteStore(path) as store, SQLiteStore(path) as other:
+        await store._write(
+            lambda conn: conn.set_trace_callback(
+                lambda sql: head_reads.append(sql) if "SELECT seq, hash FROM audit" in sql else None
+            )
+        )
+        for i in range(3):
+            await new_request(store, f"a{i}")  # a group each
+        assert len(head_reads) == 1
+        await new_request(other, "between")  # another connection appends to the chain
+        await new_request(store, "after")
+        assert len(head_reads) == 2  # read again where the database has it
+        verification = await store.verify_audit()
+        assert verification.ok and verification.checked == 5

@@ -65,9 +65,10 @@ class DocCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def check(self, conn: sqlite3.Connection) -> None:
+    def check(self, conn: sqlite3.Connection) -> bool:
         """Right after ``BEGIN IMMEDIATE`` on the writer: drop everything if another
-        connection committed since the last group."""
+        connection committed since the last group. True when none did (what this
+        connection knows of the file is still all there is)."""
         try:
             version: int | None = int(conn.execute("PRAGMA data_version").fetchone()[0])
         except sqlite3.Error:  # cannot tell: trust nothing (and compare to nothing next time)
@@ -75,6 +76,8 @@ class DocCache:
         if version is None or version != self._data_version:
             self.drop_all()
             self._data_version = version
+            return False
+        return True
 
     def drop_all(self) -> None:
         with self._lock:

@@ -127,10 +127,12 @@ class Group:
         errors: Errors,
         *,
         alone: bool = False,
-        on_begin: Callable[[sqlite3.Connection], None] | None = None,
+        on_begin: Callable[[sqlite3.Connection], bool] | None = None,
     ) -> None:
         self.conn = conn
-        self._on_begin = on_begin  # right after each BEGIN IMMEDIATE; must not raise
+        # right after each BEGIN IMMEDIATE; must not raise; True when no other connection
+        # committed since this one's last COMMIT (then the chain head it left still holds)
+        self._on_begin = on_begin
         self._errors = errors
         self._savepoints = not alone  # ``alone``: this group will run exactly one job
         self._outcomes: list[_Outcome] = []
@@ -164,8 +166,10 @@ class Group:
                 self._chain.drop()
                 with self._errors("starting a write transaction"):
                     self.conn.execute("BEGIN IMMEDIATE")
-                if self._on_begin is not None:
-                    self._on_begin(self.conn)
+                if self._on_begin is not None and self._on_begin(self.conn):
+                    rows.resume_chain(self.conn, self._chain)
+                else:
+                    rows.forget_committed(self.conn)
             self._in_savepoint = False
             if self._savepoints and not isinstance(job, SelfAtomic):
                 self.conn.execute("SAVEPOINT job")
@@ -233,9 +237,11 @@ class Group:
                 self._chain.flush(self.conn)  # the group's audit rows: one executemany
                 self.conn.execute("COMMIT")
         except BaseException as exc:
+            rows.forget_committed(self.conn)
             self._rollback()
             self._lose(exc)
             return False
+        rows.committed(self.conn, self._chain)
         return True
 
     def answer(self) -> None:

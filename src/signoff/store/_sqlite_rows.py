@@ -326,6 +326,24 @@ class ChainHead:
 
 
 _chain_heads: dict[sqlite3.Connection, ChainHead] = {}
+# The head each writer connection's last COMMIT left, for its next group when no other
+# connection has committed since (``PRAGMA data_version`` unchanged): one SELECT less a group.
+_committed_heads: dict[sqlite3.Connection, tuple[int, str]] = {}
+
+
+def committed(conn: sqlite3.Connection, head: ChainHead) -> None:
+    """After a COMMIT: remember where it left the chain (if it wrote to it)."""
+    if head.value is not None:
+        _committed_heads[conn] = head.value
+
+
+def forget_committed(conn: sqlite3.Connection) -> None:
+    _committed_heads.pop(conn, None)
+
+
+def resume_chain(conn: sqlite3.Connection, head: ChainHead) -> None:
+    """A new transaction in which nobody else has committed since ours: the head is known."""
+    head.value = _committed_heads.get(conn)
 
 
 def track_chain_head(conn: sqlite3.Connection) -> ChainHead:

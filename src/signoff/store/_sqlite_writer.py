@@ -52,7 +52,7 @@ class WriterThread:
         name: str,
         errors: Errors,
         on_commit: Callable[[], None] = lambda: None,
-        on_begin: Callable[[sqlite3.Connection], None] | None = None,
+        on_begin: Callable[[sqlite3.Connection], bool] | None = None,
         batch_interval_s: float = 0.1,
         batch_max: int = 1000,
         group_max: int = 256,
@@ -61,7 +61,7 @@ class WriterThread:
         self._write_batch = write_batch
         self._errors = errors
         self._on_commit = on_commit  # after each COMMIT that wrote something
-        self._on_begin = on_begin  # right after each BEGIN IMMEDIATE (must not raise)
+        self._on_begin = on_begin  # after each BEGIN IMMEDIATE (see Group; must not raise)
         self._group_max = group_max
         self._group: Group | None = None  # the group running on the thread, if any
         self._batch_error: BaseException | None = None  # of the running group's audit batch
