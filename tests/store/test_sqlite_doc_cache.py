@@ -233,7 +233,7 @@ async def test_a_ringing_writer_drops_cached_reads_before_waiters_wake(tmp_path:
         while not first.stats()["cache_reads_trusted"]:
             await asyncio.sleep(0.001)  # the watcher's first look
         await first.update_request("r1", note("cached again"))
-        assert first._cache.read("r1") is not None  # served on the loop from here on
+        assert first._cached("r1") is not None  # served on the loop from here on
         await second.update_request("r1", note("second"))
         await decide(second, "watched", decision())
         assert (await waiting).terminal  # woken by the watcher, after it dropped the cache
@@ -250,3 +250,29 @@ async def test_reads_stop_trusting_the_cache_when_the_watcher_stops(tmp_path: Pa
         await waiting
         store._watcher.stop()
         assert not store.stats()["cache_reads_trusted"]
+
+
+async def test_a_hand_edit_is_seen_by_the_next_read_while_reads_use_the_cache(
+    tmp_path: Path,
+) -> None:
+    """A writer that rings nobody (the sqlite3 shell): the probe's data_version tells."""
+    path = tmp_path / "s.db"
+    async with SQLiteStore(path) as store:
+        await create(store, "r1")
+        await create(store, "watched")
+        waiting = asyncio.ensure_future(store.wait("watched", timeout=30))
+        try:
+            while not store.stats()["cache_reads_trusted"]:
+                await asyncio.sleep(0.001)
+            await store.update_request("r1", note("cached"))
+            assert store._cached("r1") is not None
+            _, doc = raw_doc(path, "r1")
+            doc["waiter"] = "edited"
+            conn = sqlite3.connect(path)
+            with conn:
+                conn.execute("UPDATE requests SET doc = ? WHERE id = 'r1'", (json.dumps(doc),))
+            conn.close()
+            assert store._cached("r1") is None
+            assert (await store.get_request("r1")).waiter == "edited"  # type: ignore[union-attr]
+        finally:
+            waiting.cancel()

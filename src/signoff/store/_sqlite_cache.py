@@ -20,13 +20,16 @@ When an entry may be used (the rules that keep it exact):
   only by an after-commit callback of that job (:meth:`DocCache.put`): a job whose
   savepoint or group rolls back leaves no entry, and a second job on the same request in
   the same group reads the row the first one wrote.
-* **Reads** on the event loop (:meth:`DocCache.read`) only while ``trusted``: the store's
-  watcher is running with a working doorbell and has dropped the cache at its first look.
-  Another process rings that doorbell right after each commit, and the watcher drops the
-  cache when it hears it (and on every ``data_version`` change it sees). A ``generation``
-  counter, bumped by every drop, keeps a put computed before a drop from landing after it.
-  What a cached read can miss: a commit by another process whose doorbell datagram has not
-  reached the watcher yet — the state a read made just before that commit would have seen.
+* **Reads** on the event loop (:meth:`DocCache.read`) only while ``trusted`` — the store's
+  watcher is running with a working doorbell and has dropped the cache at its first look; it
+  drops it again on every ring and ``data_version`` change it sees — **and** while a *probe*
+  (a read-only connection of the store) reads the same ``PRAGMA data_version`` as right after
+  this store's last COMMIT (:meth:`DocCache.synced`, on the writer before any entry of that
+  group is put): any commit since, by anyone, makes it differ and the read goes to the
+  database. A ``generation`` counter, bumped by every drop, keeps a put computed before a
+  drop from landing after it. What a cached read can miss: a commit by another connection
+  that lands between this store's COMMIT and its probe read a few statements later *and*
+  does not ring (the ``sqlite3`` shell); its ring, or this store's next write, drops it.
 
 Bounded: least recently used entries beyond ``capacity`` are dropped, and expired or
 cancelled requests are not kept (nothing changes them any more).
@@ -58,6 +61,8 @@ class DocCache:
         self._data_version: int | None = None  # of the writer's connection, last group
         self.generation = 0
         self.trusted = False  # event-loop reads allowed (see the module docstring)
+        # the probe connection's data_version right after this store's last COMMIT
+        self._probe_expect: int | None = None
         self.hits = 0
         self.misses = 0
         self.drops = 0
@@ -131,10 +136,20 @@ class DocCache:
             while len(self._entries) > self._capacity:
                 self._entries.popitem(last=False)
 
-    def read(self, request_id: str) -> str | None:
-        """On an event loop: the cached document, if reads may use the cache and it has one."""
+    def synced(self, probe_version: int | None) -> None:
+        """On the writer, right after a COMMIT (before its jobs put their entries): the probe
+        connection's ``data_version`` now. Reads check it has not moved since."""
         with self._lock:
-            if not self.trusted:
+            self._probe_expect = probe_version
+
+    def read(self, request_id: str, probe_version: int | None) -> str | None:
+        """On an event loop: the cached document, if reads may use the cache and it has one.
+        ``probe_version``: the probe connection's ``data_version`` just read; any commit since
+        this store's last one (by anyone) makes it differ, and the read goes to the database."""
+        with self._lock:
+            if not self.trusted or probe_version is None:
+                return None
+            if probe_version != self._probe_expect:
                 return None
             entry = self._entries.get(request_id)
             if entry is not None:

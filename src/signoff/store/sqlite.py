@@ -113,6 +113,10 @@ class SQLiteStore:
         self._listeners = Listeners()
         self._doorbell = Doorbell(self.path)
         self._cache = DocCache()
+        # a read-only connection whose PRAGMA data_version tells a cached read whether anyone
+        # committed since this store's last COMMIT (opened by the writer, used by any thread)
+        self._probe: sqlite3.Connection | None = None
+        self._probe_lock = threading.Lock()
         self._writer = WriterThread(
             self._open_writer,
             self._write_audit_batch,
@@ -120,6 +124,7 @@ class SQLiteStore:
             errors=functools.partial(sqlite_errors, self.path),
             on_commit=self._doorbell.ring,
             on_begin=self._cache.check,
+            on_committed=self._sync_probe,
         )
         self._reader: ThreadPoolExecutor | None = None
         self._reader_conn: sqlite3.Connection | None = None
@@ -188,6 +193,10 @@ class SQLiteStore:
         self._watcher.stop()
         self._writer.stop()
         self._doorbell.close()  # after the writer: its last commits still ring the others
+        with self._probe_lock:
+            if self._probe is not None:
+                self._probe.close()
+                self._probe = None
         if self._reader is not None:
             self._reader.shutdown(wait=True)
         if self._reader_conn is not None:
@@ -369,12 +378,35 @@ class SQLiteStore:
             raise self._unreadable(transition, "updating a request")
         return transition
 
+    def _probe_version(self, *, open_it: bool = False) -> int | None:
+        with self._probe_lock:
+            try:
+                if self._probe is None:
+                    if not open_it or self._closed:
+                        return None
+                    self._probe = self._connect(query_only=True)
+                return int(self._probe.execute("PRAGMA data_version").fetchone()[0])
+            except (sqlite3.Error, StoreError):
+                return None  # cached reads wait for the next COMMIT to sync again
+
+    def _sync_probe(self) -> None:
+        """On the writer, right after a COMMIT: what the probe sees now is this store's."""
+        self._cache.synced(self._probe_version(open_it=True))
+
+    def _cached(self, request_id: str) -> ApprovalRequest | None:
+        """A read served on the caller's loop from the document cache, when it is current."""
+        if self._closed or not self._cache.trusted:
+            return None
+        doc = self._cache.read(request_id, self._probe_version())
+        if doc is None:
+            return None
+        parsed = parse_doc(request_id, doc)
+        return parsed if isinstance(parsed, ApprovalRequest) else None
+
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
-        doc = None if self._closed else self._cache.read(request_id)
-        if doc is not None:  # see _sqlite_cache: current but for an unrung foreign commit
-            cached = parse_doc(request_id, doc)
-            if isinstance(cached, ApprovalRequest):
-                return cached
+        cached = self._cached(request_id)
+        if cached is not None:  # see _sqlite_cache for when that is
+            return cached
         found = await self._read(lambda c: rows.read_one(c, request_id), "reading a request")
         return await self._settle_read(found, "reading a request")
 
