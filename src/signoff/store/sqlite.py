@@ -384,7 +384,10 @@ class SQLiteStore:
                 if self._probe is None:
                     if not open_it or self._closed:
                         return None
-                    self._probe = self._connect(query_only=True)
+                    probe = self._connect(query_only=True)
+                    # read on event loops: never wait for a lock there (busy: the database)
+                    probe.execute("PRAGMA busy_timeout = 0")
+                    self._probe = probe
                 return int(self._probe.execute("PRAGMA data_version").fetchone()[0])
             except (sqlite3.Error, StoreError):
                 return None  # cached reads wait for the next COMMIT to sync again
