@@ -98,6 +98,8 @@ async def _measure(store: Store, agents: int, cycles: int, warmup: int) -> dict[
         # the writer thread's CPU time per job (no GIL or disk waits): what Python costs it
         "writer_cpu_ms_per_job": stats.get("writer_cpu_ms_per_job"),
         "mean_group_size": stats.get("mean_group_size"),
+        # SQLite: writes that found the request's document in the store's cache (no SELECT)
+        "doc_cache_hits": stats.get("cache_hits"),
         "jobs_per_cycle": round(stats["jobs"] / (done + warmup), 2) if "jobs" in stats else None,
     }
 

@@ -19,9 +19,11 @@ COMMIT``:
   succeeded is answered with that error instead: nothing of it was written.
 
 The audit chain's head (``seq``, ``prev_hash``) is read inside the transaction by the group's
-first append and kept for the next ones (:class:`~._sqlite_rows.ChainHead`); a rolled-back
-savepoint or transaction forgets it, so the next append reads it again where the database
-has it.
+first append and kept for the next ones (:class:`~._sqlite_rows.ChainHead`), which also holds
+the group's sealed audit rows until one ``executemany`` inserts them all before the COMMIT (a
+failing insert fails the group like a failing COMMIT); a rolled-back savepoint takes its
+job's rows back out, a rolled-back transaction drops them all, and the next append reads the
+head again where the database has it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,21 @@ log = logging.getLogger("signoff.store")
 
 Job = Callable[[sqlite3.Connection], Any]
 Errors = Callable[[str], AbstractContextManager[None]]
+
+
+class SelfAtomic:
+    """A job that writes at most one statement unless it asks for a savepoint first
+    (:meth:`Group.savepoint`, before its first write). Such a job runs without ``SAVEPOINT``
+    / ``RELEASE`` — two statements, each a GIL hand-off on the writer — because a failing
+    statement is undone by SQLite itself and a job failing before its write wrote nothing."""
+
+    __slots__ = ("job",)
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+
+    def __call__(self, conn: sqlite3.Connection) -> Any:
+        return self.job(conn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +121,23 @@ class _Outcome:
 class Group:
     """Runs jobs in savepoints of one transaction; :meth:`commit` answers them all."""
 
-    def __init__(self, conn: sqlite3.Connection, errors: Errors, *, alone: bool = False) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        errors: Errors,
+        *,
+        alone: bool = False,
+        on_begin: Callable[[sqlite3.Connection], bool] | None = None,
+    ) -> None:
         self.conn = conn
+        # right after each BEGIN IMMEDIATE; must not raise; True when no other connection
+        # committed since this one's last COMMIT (then the chain head it left still holds)
+        self._on_begin = on_begin
         self._errors = errors
         self._savepoints = not alone  # ``alone``: this group will run exactly one job
         self._outcomes: list[_Outcome] = []
         self._running: _Outcome | None = None
+        self._in_savepoint = False  # the running job's savepoint is open
         self._chain = rows.track_chain_head(conn)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
@@ -117,6 +145,14 @@ class Group:
         if self._running is None:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
         self._running.after.append(callback)
+
+    def savepoint(self) -> None:
+        """From a :class:`SelfAtomic` job, before writing more than one statement."""
+        if self._running is None:
+            raise RuntimeError("savepoint is for jobs running on the SQLite writer")
+        if self._savepoints and not self._in_savepoint:
+            self.conn.execute("SAVEPOINT job")
+            self._in_savepoint = True
 
     def run(self, job: Job, fut: Reply) -> BaseException | None:
         """Run ``job`` in a savepoint; its caller is answered by :meth:`answer`. Returns the
@@ -127,35 +163,45 @@ class Group:
         self._outcomes.append(outcome)
         try:
             if not self.conn.in_transaction:  # the first job, or SQLite ended the group
-                self._chain.forget()
+                self._chain.drop()
                 with self._errors("starting a write transaction"):
                     self.conn.execute("BEGIN IMMEDIATE")
-            if self._savepoints:
+                if self._on_begin is not None and self._on_begin(self.conn):
+                    rows.resume_chain(self.conn, self._chain)
+                else:
+                    rows.forget_committed(self.conn)
+            self._in_savepoint = False
+            if self._savepoints and not isinstance(job, SelfAtomic):
                 self.conn.execute("SAVEPOINT job")
+                self._in_savepoint = True
         except BaseException as exc:
             outcome.error = exc
             return exc
         self._running = outcome
+        mark = self._chain.mark()
         try:
             outcome.result = job(self.conn)
-            if self._savepoints:
+            if self._in_savepoint:
                 self.conn.execute("RELEASE job")
         except BaseException as exc:
             outcome.error, outcome.after = exc, []
-            self._undo(exc)
+            self._undo(exc, mark)
         finally:
             self._running = None
         return outcome.error
 
-    def _undo(self, exc: BaseException) -> None:
-        self._chain.forget()  # the job's audit rows (if any) are rolled back
+    def _undo(self, exc: BaseException, mark: int) -> None:
         if not self._savepoints:
             self._rollback()  # the job was the whole transaction
+            return
+        if self.conn.in_transaction and not self._in_savepoint:
+            self._chain.undo_to(mark)  # a SelfAtomic job: its failed statement is undone
             return
         if self.conn.in_transaction:
             try:
                 self.conn.execute("ROLLBACK TO job")
                 self.conn.execute("RELEASE job")
+                self._chain.undo_to(mark)  # the job's audit rows (if any) go with it
                 return
             except sqlite3.Error:
                 log.exception("rolling back a job's savepoint failed; rolling back its group")
@@ -163,7 +209,7 @@ class Group:
         self._lose(exc)  # SQLite rolled the whole transaction back: earlier jobs' work too
 
     def _rollback(self) -> None:
-        self._chain.forget()
+        self._chain.drop()
         if self.conn.in_transaction:
             try:
                 self.conn.execute("ROLLBACK")
@@ -172,7 +218,7 @@ class Group:
 
     def _lose(self, cause: BaseException) -> None:
         """Every job that had succeeded so far was rolled back with the transaction."""
-        self._chain.forget()
+        self._chain.drop()
         for outcome in self._outcomes:
             if outcome.error is None:
                 outcome.error = StoreError(
@@ -188,11 +234,14 @@ class Group:
             return True
         try:
             with self._errors("committing"):
+                self._chain.flush(self.conn)  # the group's audit rows: one executemany
                 self.conn.execute("COMMIT")
         except BaseException as exc:
+            rows.forget_committed(self.conn)
             self._rollback()
             self._lose(exc)
             return False
+        rows.committed(self.conn, self._chain)
         return True
 
     def answer(self) -> None:

@@ -171,7 +171,9 @@ def cancel_quarantined(
 
 def insert_request(
     conn: sqlite3.Connection, request: ApprovalRequest, prints: Mapping[str, str]
-) -> None:
+) -> str:
+    """Insert the row and its call keys; the document's JSON text as stored."""
+    doc = request.model_dump_json()
     try:
         conn.execute(
             "INSERT INTO requests (id, kind, thread, status, created_at, due_at, version, doc) "
@@ -184,7 +186,7 @@ def insert_request(
                 epoch(request.created_at),
                 epoch(request.sweep_at),
                 request.version,
-                request.model_dump_json(),
+                doc,
             ),
         )
     except sqlite3.IntegrityError as exc:
@@ -197,22 +199,28 @@ def insert_request(
         "INSERT INTO call_keys (thread, tool_call_id, request_id, fingerprint) VALUES (?, ?, ?, ?)",
         [(request.thread, call_id, request.id, fp) for call_id, fp in prints.items()],
     )
+    return doc
 
 
-def update_doc(conn: sqlite3.Connection, request: ApprovalRequest, old_version: int) -> int:
-    """The conditional write: it only lands on the version the mutation was computed from."""
-    return conn.execute(
+def update_doc(
+    conn: sqlite3.Connection, request: ApprovalRequest, old_version: int
+) -> tuple[int, str]:
+    """The conditional write: it only lands on the version the mutation was computed from.
+    The rows it changed (0 or 1), and the document's JSON text as stored."""
+    doc = request.model_dump_json()
+    changed = conn.execute(
         "UPDATE requests SET status = ?, due_at = ?, version = ?, doc = ? "
         "WHERE id = ? AND version = ?",
         (
             request.status,
             epoch(request.sweep_at),
             request.version,
-            request.model_dump_json(),
+            doc,
             request.id,
             old_version,
         ),
     ).rowcount
+    return changed, doc
 
 
 def select_requests(
@@ -271,25 +279,71 @@ def docs_by_id(conn: sqlite3.Connection, ids: list[str]) -> dict[str, ApprovalRe
 
 
 # ---------------------------------------------------------------- audit
-class ChainHead:
-    """The audit chain's last ``(seq, hash)`` as the open write transaction has it.
+_INSERT_AUDIT = (
+    f"INSERT INTO audit ({AUDIT_COLUMNS}, origin) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
-    A group commit registers one for its connection (:func:`track_chain_head`) so its jobs
-    read the head from the database once, not once each; it is forgotten whenever a job's
-    savepoint or the transaction rolls back, and dropped with the transaction (another
-    process can append only after our COMMIT, and the next group reads the head again).
+
+class ChainHead:
+    """The audit chain's last ``(seq, hash)`` as the open write transaction has it, and the
+    group's sealed rows not inserted yet.
+
+    A group commit registers one for its connection (:func:`track_chain_head`): its jobs
+    read the head from the database once, not once each, and their audit rows are sealed at
+    once but inserted with one ``executemany`` just before the COMMIT (:meth:`flush`). A job
+    whose savepoint rolls back takes its rows back out (:meth:`undo_to` the :meth:`mark` at
+    its start); a transaction that rolls back drops them all (:meth:`drop`), and the next
+    append reads the head again from the database. Nothing else in a group reads the audit
+    table, so rows waiting here are never missed by a reader.
     """
 
-    __slots__ = ("value",)
+    __slots__ = ("pending", "value")
 
     def __init__(self) -> None:
         self.value: tuple[int, str] | None = None
+        self.pending: list[tuple[Any, ...]] = []
 
-    def forget(self) -> None:
+    def mark(self) -> int:
+        return len(self.pending)
+
+    def undo_to(self, mark: int) -> None:
+        """Forget the rows sealed since ``mark`` (their job rolled back)."""
+        del self.pending[mark:]
+        last = self.pending[-1] if self.pending else None
+        self.value = (int(last[0]), str(last[14])) if last is not None else None
+
+    def drop(self) -> None:
+        """The transaction rolled back: no row of it exists, the head is the database's."""
+        self.pending.clear()
         self.value = None
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        """Insert every sealed row (inside the transaction, before its COMMIT)."""
+        if self.pending:
+            rows, self.pending = self.pending, []
+            conn.executemany(_INSERT_AUDIT, rows)
 
 
 _chain_heads: dict[sqlite3.Connection, ChainHead] = {}
+# The head each writer connection's last COMMIT left, for its next group when no other
+# connection has committed since (``PRAGMA data_version`` unchanged): one SELECT less a group.
+_committed_heads: dict[sqlite3.Connection, tuple[int, str]] = {}
+
+
+def committed(conn: sqlite3.Connection, head: ChainHead) -> None:
+    """After a COMMIT: remember where it left the chain (if it wrote to it)."""
+    if head.value is not None:
+        _committed_heads[conn] = head.value
+
+
+def forget_committed(conn: sqlite3.Connection) -> None:
+    _committed_heads.pop(conn, None)
+
+
+def resume_chain(conn: sqlite3.Connection, head: ChainHead) -> None:
+    """A new transaction in which nobody else has committed since ours: the head is known."""
+    head.value = _committed_heads.get(conn)
 
 
 def track_chain_head(conn: sqlite3.Connection) -> ChainHead:
@@ -306,25 +360,39 @@ def insert_audit(conn: sqlite3.Connection, events: list[AuditEvent], origin: str
     """Chain ``events`` after the last row *inside this transaction*.
 
     ``BEGIN IMMEDIATE`` already holds the write lock, so no other process can append between
-    reading the last hash and inserting: the chain stays linear across processes.
+    reading the last hash and inserting: the chain stays linear across processes. Inside a
+    group commit the rows are inserted at its end (:meth:`ChainHead.flush`).
     """
+    append_sealed(conn, seal_audit(conn, events, origin))
+
+
+def seal_audit(
+    conn: sqlite3.Connection, events: list[AuditEvent], origin: str
+) -> list[tuple[Any, ...]]:
+    """``events`` sealed after the chain's head as this transaction has it, not stored yet:
+    :func:`append_sealed` stores them (nothing may be appended in between)."""
     if not events:
-        return
+        return []
     head = _chain_heads.get(conn)
     known = head.value if head is not None else None
     if known is None:
         last = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         known = (int(last[0]), str(last[1])) if last else (0, GENESIS_HASH)
-    sealed = seal_rows(events, *known)
-    if head is not None:
-        head.forget()  # until the rows are in: a failed insert leaves nothing to trust
-    conn.executemany(
-        f"INSERT INTO audit ({AUDIT_COLUMNS}, origin) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(*row, origin) for row in sealed],
-    )
-    if head is not None:
-        head.value = (sealed[-1].seq, sealed[-1].hash)
+        if head is not None:
+            head.value = known
+    return [(*row, origin) for row in seal_rows(events, *known)]
+
+
+def append_sealed(conn: sqlite3.Connection, sealed: list[tuple[Any, ...]]) -> None:
+    """Store rows from :func:`seal_audit`: queued for the group's flush, or inserted now."""
+    if not sealed:
+        return
+    head = _chain_heads.get(conn)
+    if head is None:
+        conn.executemany(_INSERT_AUDIT, sealed)
+        return
+    head.pending.extend(sealed)
+    head.value = (int(sealed[-1][0]), str(sealed[-1][14]))
 
 
 def to_record(row: tuple[Any, ...]) -> AuditRecord:

@@ -34,7 +34,9 @@ class DataVersionWatcher:
         name: str,
         doorbell: Doorbell | None = None,
         safety_s: float = 1.0,
+        on_idle: Callable[[], None] = lambda: None,
     ) -> None:
+        self._on_idle = on_idle  # before the thread ends: nothing watches from then on
         self._connect = connect
         self._doorbell = doorbell
         self._safety = max(safety_s, interval_s)
@@ -74,8 +76,7 @@ class DataVersionWatcher:
             conn = self._connect()
         except Exception:
             log.exception("data_version watcher could not connect; cross-process wake is off")
-            with self._lock:
-                self._thread = None
+            self._idle()
             return
         try:
             self._watch(conn)
@@ -89,7 +90,7 @@ class DataVersionWatcher:
         while True:
             with self._lock:
                 if self._stop.is_set() or not self._wanted():
-                    self._thread = None
+                    self._idle_locked()
                     return
             try:
                 version = int(conn.execute("PRAGMA data_version").fetchone()[0])
@@ -101,9 +102,18 @@ class DataVersionWatcher:
             except Exception:
                 log.exception("data_version watcher failed to read; retrying")
             if self._sleep():
-                with self._lock:
-                    self._thread = None
+                self._idle()
                 return
+
+    def _idle(self) -> None:
+        with self._lock:
+            self._idle_locked()
+
+    def _idle_locked(self) -> None:
+        try:
+            self._on_idle()
+        finally:
+            self._thread = None
 
     def _sleep(self) -> bool:
         """Until the doorbell rings, the next look is due, or stop; True on stop."""

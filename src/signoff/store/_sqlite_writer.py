@@ -52,6 +52,8 @@ class WriterThread:
         name: str,
         errors: Errors,
         on_commit: Callable[[], None] = lambda: None,
+        on_begin: Callable[[sqlite3.Connection], bool] | None = None,
+        on_committed: Callable[[], None] = lambda: None,
         batch_interval_s: float = 0.1,
         batch_max: int = 1000,
         group_max: int = 256,
@@ -60,6 +62,8 @@ class WriterThread:
         self._write_batch = write_batch
         self._errors = errors
         self._on_commit = on_commit  # after each COMMIT that wrote something
+        self._on_begin = on_begin  # after each BEGIN IMMEDIATE (see Group; must not raise)
+        self._on_committed = on_committed  # after a COMMIT that wrote, before any answer
         self._group_max = group_max
         self._group: Group | None = None  # the group running on the thread, if any
         self._batch_error: BaseException | None = None  # of the running group's audit batch
@@ -142,6 +146,13 @@ class WriterThread:
         if group is None or threading.current_thread() is not self._thread:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
         group.after_commit(callback)
+
+    def savepoint(self) -> None:
+        """From inside a :class:`~._sqlite_group.SelfAtomic` job: open its savepoint now."""
+        group = self._group
+        if group is None or threading.current_thread() is not self._thread:
+            raise RuntimeError("savepoint is for jobs running on the SQLite writer")
+        group.savepoint()
 
     def flush(self) -> Future[None]:
         """A job that commits every event queued before it (it fails if they could not be)."""
@@ -232,7 +243,9 @@ class WriterThread:
         final: bool,
     ) -> None:
         started, started_cpu = time.perf_counter(), time.thread_time()
-        group = Group(conn, self._errors, alone=len(jobs) + bool(batch) == 1)
+        group = Group(
+            conn, self._errors, alone=len(jobs) + bool(batch) == 1, on_begin=self._on_begin
+        )
         self._group = group
         audited: Future[None] = Future()
         try:
@@ -244,6 +257,8 @@ class WriterThread:
             self._group = None
             self._batch_error = None
             wrote = group.commit() and group.succeeded
+            if wrote:
+                self._hook(self._on_committed)
             self.groups += 1
             self.group_jobs += group.jobs
             self.busy_s += time.perf_counter() - started
@@ -255,10 +270,14 @@ class WriterThread:
             self._settle_batch(batch, audited.exception(), final)
 
     def _ring(self) -> None:
+        self._hook(self._on_commit)  # a hint for other processes; their watchers still poll
+
+    @staticmethod
+    def _hook(hook: Callable[[], None]) -> None:
         try:
-            self._on_commit()
-        except Exception:  # a hint for other processes; their watchers still poll
-            log.exception("the after-commit hook raised")
+            hook()
+        except Exception:
+            log.exception("an after-commit hook raised")
 
     def _flushed(self, conn: sqlite3.Connection) -> None:
         """The flush job: its group carries every queued event; fail if they failed."""

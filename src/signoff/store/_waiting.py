@@ -30,6 +30,16 @@ def _settle(fut: asyncio.Future[ApprovalRequest], value: ApprovalRequest | BaseE
         fut.set_result(value)
 
 
+def _settle_made(fut: asyncio.Future[ApprovalRequest], make: Callable[[], ApprovalRequest]) -> None:
+    if fut.done():
+        return
+    try:
+        value: ApprovalRequest | BaseException = make()
+    except Exception as exc:  # the waiter learns why instead of waiting on
+        value = exc
+    _settle(fut, value)
+
+
 class Waiters:
     """Futures of tasks waiting for a request to become terminal."""
 
@@ -74,6 +84,18 @@ class Waiters:
             waiters = self._by_id.pop(request.id)
         for loop, fut in waiters:
             self._call(loop, fut, request if shared else request.copy_for_update())
+        return len(waiters)
+
+    def wake_each(self, request_id: str, make: Callable[[], ApprovalRequest]) -> int:
+        """Like :meth:`wake`, but each waiter's copy is made by ``make`` on the waiter's own
+        loop (the SQLite writer hands over the document's text: no copying on its thread)."""
+        with self._lock:
+            if request_id not in self._by_id:
+                return 0
+            waiters = self._by_id.pop(request_id)
+        for loop, fut in waiters:
+            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                loop.call_soon_threadsafe(_settle_made, fut, make)
         return len(waiters)
 
     def fail(self, request_id: str, error: BaseException) -> int:

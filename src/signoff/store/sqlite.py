@@ -51,8 +51,17 @@ from signoff.store import _sqlite_grants as grant_rows
 from signoff.store import _sqlite_outbox as outbox_rows
 from signoff.store import _sqlite_rows as rows
 from signoff.store._idempotency import existing_request_id, fingerprints
-from signoff.store._quarantine import QuarantineLog, Read, Unreadable, split, to_request
+from signoff.store._quarantine import (
+    QuarantineLog,
+    Read,
+    Unreadable,
+    parse_doc,
+    split,
+    to_request,
+)
+from signoff.store._sqlite_cache import Cached, DocCache
 from signoff.store._sqlite_check import check_file
+from signoff.store._sqlite_group import SelfAtomic
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
 from signoff.store._sqlite_wake import Doorbell
 from signoff.store._sqlite_watcher import DataVersionWatcher
@@ -103,12 +112,19 @@ class SQLiteStore:
         self._waiters = Waiters()
         self._listeners = Listeners()
         self._doorbell = Doorbell(self.path)
+        self._cache = DocCache()
+        # a read-only connection whose PRAGMA data_version tells a cached read whether anyone
+        # committed since this store's last COMMIT (opened by the writer, used by any thread)
+        self._probe: sqlite3.Connection | None = None
+        self._probe_lock = threading.Lock()
         self._writer = WriterThread(
             self._open_writer,
             self._write_audit_batch,
             name=f"signoff-sqlite-writer:{self.path}",
             errors=functools.partial(sqlite_errors, self.path),
             on_commit=self._doorbell.ring,
+            on_begin=self._cache.check,
+            on_committed=self._sync_probe,
         )
         self._reader: ThreadPoolExecutor | None = None
         self._reader_conn: sqlite3.Connection | None = None
@@ -119,6 +135,7 @@ class SQLiteStore:
             interval_s=wake_interval_s,
             name=f"signoff-sqlite-watcher:{self.path}",
             doorbell=self._doorbell,
+            on_idle=self._cache.distrust,
         )
         self._audit_cursor: int | None = None
         self._state_lock = threading.Lock()
@@ -176,6 +193,10 @@ class SQLiteStore:
         self._watcher.stop()
         self._writer.stop()
         self._doorbell.close()  # after the writer: its last commits still ring the others
+        with self._probe_lock:
+            if self._probe is not None:
+                self._probe.close()
+                self._probe = None
         if self._reader is not None:
             self._reader.shutdown(wait=True)
         if self._reader_conn is not None:
@@ -233,14 +254,21 @@ class SQLiteStore:
         with sqlite_errors(self.path, doing):
             return body()
 
-    def _after_commit(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
-        """From a writer job: wake waiters and listeners once the change is committed."""
-        if request.terminal or self._listeners:
-            self._writer.after_commit(functools.partial(self._committed, request, events))
+    def _after_commit(
+        self, request: ApprovalRequest, events: list[AuditEvent], doc: str, generation: int
+    ) -> None:
+        """From a writer job: once the change is committed, cache the document as written
+        (``generation``: the cache's when the job read it) and wake waiters and listeners."""
+        self._writer.after_commit(
+            functools.partial(self._committed, request, events, doc, generation)
+        )
 
-    def _committed(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
-        if request.terminal:
-            self._waiters.wake(request)
+    def _committed(
+        self, request: ApprovalRequest, events: list[AuditEvent], doc: str, generation: int
+    ) -> None:
+        self._cache.put(request.id, request.status, Cached(request.version, doc), generation)
+        if request.terminal:  # each waiter parses its own copy of the text, on its loop
+            self._waiters.wake_each(request.id, functools.partial(_parse_own, request.id, doc))
         if self._listeners:
             self._listeners.notify(request, listener_event([e.event for e in events], request))
 
@@ -262,15 +290,14 @@ class SQLiteStore:
                     if found is None:  # impossible while the foreign key holds
                         raise StoreError(f"call keys point to a missing request {existing}")
                     return self._settle_in_transaction(conn, *found), False
-                rows.insert_request(conn, request, prints)
+                generation = self._cache.generation
+                doc = rows.insert_request(conn, request, prints)
                 rows.insert_audit(conn, events, self.origin)
                 outbox_rows.insert(conn, outbox)
+                self._after_commit(request, events, doc, generation)
                 return request, True
 
-            stored, created = self._transaction(conn, "storing a request", body)
-            if created:
-                self._after_commit(request, events)
-            return stored, created
+            return self._transaction(conn, "storing a request", body)
 
         stored, created = await self._write(job)
         if isinstance(stored, Unreadable):  # raised once its quarantine mark is committed
@@ -281,40 +308,108 @@ class SQLiteStore:
         """Run ``mutate`` on the writer thread, inside ``BEGIN IMMEDIATE``: keep it pure and quick
         (every other write in every process waits for it)."""
 
-        def job(conn: sqlite3.Connection) -> Transition | Unreadable:
-            def body() -> Transition | Unreadable:
-                found = rows.read_one(conn, request_id)
-                if found is None:
-                    raise NotFound(f"no approval request {request_id}")
-                current = self._settle_in_transaction(conn, *found)
-                if isinstance(current, Unreadable):
-                    return current
-                old_version = current.version
-                transition = mutate(current)
-                if not transition.changed:
-                    return transition  # (a released quarantine mark is committed)
-                new = transition.request
-                if new.id != request_id:
-                    raise StoreError(f"a mutation turned request {request_id} into {new.id}")
-                if new.version <= old_version:
-                    new.version = old_version + 1
-                if rows.update_doc(conn, new, old_version) != 1:
-                    raise StoreError(f"request {request_id} changed during its own transaction")
-                grant_rows.insert(conn, transition.grants)
-                rows.insert_audit(conn, transition.events, self.origin)
-                return transition
-
-            transition = self._transaction(conn, "updating a request", body)
-            if not isinstance(transition, Unreadable) and transition.changed:
-                self._after_commit(transition.request, transition.events)
+        def change(
+            conn: sqlite3.Connection, current: ApprovalRequest, old_version: int
+        ) -> Transition | None:
+            """Apply ``mutate`` and write it; None when the row is not at ``old_version``."""
+            generation = self._cache.generation
+            transition = mutate(current)
+            if not transition.changed:
+                return transition  # (a released quarantine mark is committed)
+            new = transition.request
+            if new.id != request_id:
+                raise StoreError(f"a mutation turned request {request_id} into {new.id}")
+            if new.version <= old_version:
+                new.version = old_version + 1
+            # A SelfAtomic job: everything that can fail comes before the one UPDATE, unless
+            # grants make it several statements (then in a savepoint of its own).
+            sealed = rows.seal_audit(conn, transition.events, self.origin)
+            if transition.grants:
+                self._writer.savepoint()
+            written, doc = rows.update_doc(conn, new, old_version)
+            if written != 1:
+                return None
+            grant_rows.insert(conn, transition.grants)
+            rows.append_sealed(conn, sealed)  # a list append: cannot fail after the UPDATE
+            self._after_commit(new, transition.events, doc, generation)
             return transition
 
-        transition = await self._write(job)
+        # Parsed here, on the caller's loop, so the writer need not: it uses this copy only
+        # if the entry it takes in the transaction is this very one (the same text).
+        seen = self._cache.peek(request_id)
+        early = parse_doc(request_id, seen.doc) if seen is not None else None
+
+        def body(conn: sqlite3.Connection) -> Transition | Unreadable:
+            cached = self._cache.take(request_id)  # back after this job's commit, if any
+            if cached is not None:
+                current = (
+                    early
+                    if cached is seen and early is not None
+                    else parse_doc(request_id, cached.doc)  # our own text: it parses
+                )
+                if isinstance(current, ApprovalRequest):
+                    done = change(conn, current, cached.version)
+                    if done is not None:
+                        if not done.changed:  # nothing written: the entry still holds
+                            self._cache.put(
+                                request_id, current.status, cached, self._cache.generation
+                            )
+                        return done
+                log.warning("cached request %s was not current; reading it again", request_id)
+            found = rows.read_one(conn, request_id)
+            if found is None:
+                raise NotFound(f"no approval request {request_id}")
+            if isinstance(found[0], Unreadable) or found[1]:
+                self._writer.savepoint()  # marking or releasing writes several statements
+            read = self._settle_in_transaction(conn, *found)
+            if isinstance(read, Unreadable):
+                return read
+            done = change(conn, read, read.version)
+            if done is None:
+                raise StoreError(f"request {request_id} changed during its own transaction")
+            return done
+
+        job = SelfAtomic(
+            lambda conn: self._transaction(conn, "updating a request", lambda: body(conn))
+        )
+
+        transition: Transition | Unreadable = await self._write(job)
         if isinstance(transition, Unreadable):  # raised once its quarantine mark is committed
             raise self._unreadable(transition, "updating a request")
         return transition
 
+    def _probe_version(self, *, open_it: bool = False) -> int | None:
+        with self._probe_lock:
+            try:
+                if self._probe is None:
+                    if not open_it or self._closed:
+                        return None
+                    probe = self._connect(query_only=True)
+                    # read on event loops: never wait for a lock there (busy: the database)
+                    probe.execute("PRAGMA busy_timeout = 0")
+                    self._probe = probe
+                return int(self._probe.execute("PRAGMA data_version").fetchone()[0])
+            except (sqlite3.Error, StoreError):
+                return None  # cached reads wait for the next COMMIT to sync again
+
+    def _sync_probe(self) -> None:
+        """On the writer, right after a COMMIT: what the probe sees now is this store's."""
+        self._cache.synced(self._probe_version(open_it=True))
+
+    def _cached(self, request_id: str) -> ApprovalRequest | None:
+        """A read served on the caller's loop from the document cache, when it is current."""
+        if self._closed or not self._cache.trusted:
+            return None
+        doc = self._cache.read(request_id, self._probe_version())
+        if doc is None:
+            return None
+        parsed = parse_doc(request_id, doc)
+        return parsed if isinstance(parsed, ApprovalRequest) else None
+
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
+        cached = self._cached(request_id)
+        if cached is not None:  # see _sqlite_cache for when that is
+            return cached
         found = await self._read(lambda c: rows.read_one(c, request_id), "reading a request")
         return await self._settle_read(found, "reading a request")
 
@@ -455,7 +550,10 @@ class SQLiteStore:
             return self._transaction(
                 conn,
                 "cancelling a quarantined request",
-                lambda: rows.cancel_quarantined(conn, request_id, actor, reason, self.origin),
+                lambda: self._cache_out(
+                    request_id,
+                    rows.cancel_quarantined(conn, request_id, actor, reason, self.origin),
+                ),
             )
 
         closed = await self._write(job)
@@ -464,8 +562,14 @@ class SQLiteStore:
         )
         return closed
 
+    def _cache_out(self, request_id: str, result: T) -> T:
+        self._cache.discard(request_id)
+        return result
+
     def _settle_in_transaction(self, conn: sqlite3.Connection, value: Read, marked: bool) -> Read:
         """Inside a write transaction: mark an unreadable row; release a repaired one."""
+        if isinstance(value, Unreadable) or marked:
+            self._cache.discard(value.id)
         if isinstance(value, Unreadable):
             rows.mark_quarantined(conn, value, self.origin, utcnow())
         elif marked and rows.release_quarantine(conn, value.id):
@@ -513,6 +617,7 @@ class SQLiteStore:
 
         def body(conn: sqlite3.Connection) -> None:
             for row in todo:
+                self._cache.discard(row.id)
                 rows.mark_quarantined(conn, row, self.origin, utcnow())
 
         try:
@@ -621,6 +726,10 @@ class SQLiteStore:
 
     def _on_data_change(self, conn: sqlite3.Connection, first: bool) -> None:
         """Another connection committed: wake waiters whose request is now terminal."""
+        if first and self._watcher.doorbell_works:
+            self._cache.trust()  # from now on every foreign commit rings us: see _sqlite_cache
+        else:
+            self._cache.drop_all()
         terminal, unreadable = rows.terminal_among(conn, self._waiters.ids())
         for request in terminal:
             self._counters["cross_process_wakes"] += self._waiters.wake(request)
@@ -765,7 +874,19 @@ class SQLiteStore:
             "doorbell_wakes": self._watcher.rung,
             "doorbell_rings": self._doorbell.rings,
             "cross_process_wakes": self._counters["cross_process_wakes"],
+            "cache_entries": len(self._cache),
+            "cache_hits": self._cache.hits,
+            "cache_misses": self._cache.misses,
+            "cache_reads_trusted": self._cache.trusted,
         }
+
+
+def _parse_own(request_id: str, doc: str) -> ApprovalRequest:
+    """A document this store wrote (it parses: it was just dumped from a valid request)."""
+    parsed = parse_doc(request_id, doc)
+    if isinstance(parsed, str):
+        raise StoreError(f"request {request_id} as written cannot be read back: {parsed}")
+    return parsed
 
 
 def _close_at_exit(ref: weakref.ReferenceType[SQLiteStore]) -> None:
