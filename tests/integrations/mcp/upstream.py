@@ -14,7 +14,11 @@ import anyio
 import mcp_types as types
 from mcp.server import MCPServer, ServerRequestContext
 from mcp.server.mcpserver import Context
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
+
+#: Names a file of resource URIs whose ``resources/subscribe`` this server refuses.
+REFUSE_ENV = "SIGNOFF_TEST_UPSTREAM_REFUSES"
 
 
 def make_upstream(name: str = "upstream") -> tuple[MCPServer, list[str]]:
@@ -85,6 +89,7 @@ class Colour(BaseModel):
 
 def add_features(server: MCPServer, events: list[str]) -> None:
     """Everything but tools that a client may use, and tools that use the client back."""
+    subscribed: set[str] = set()
 
     @server.resource("notes://readme", mime_type="text/plain")
     def readme() -> str:
@@ -145,7 +150,8 @@ def add_features(server: MCPServer, events: list[str]) -> None:
     async def touch(uri: str, ctx: Context) -> str:
         """Say that a resource changed (2025 era: a notification to subscribers; 2026-07-28:
         an event on the listen streams that asked for ``uri``)."""
-        await ctx.session.send_resource_updated(uri)
+        if uri in subscribed:  # a 2025 upstream tells only the sessions that subscribed
+            await ctx.session.send_resource_updated(uri)
         await ctx.notify_resource_updated(uri)
         return "touched"
 
@@ -171,13 +177,20 @@ def add_features(server: MCPServer, events: list[str]) -> None:
     async def subscribe(
         ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
     ) -> Any:
+        refused = os.environ.get(REFUSE_ENV)  # a file of URIs this server no longer offers
+        if refused and os.path.exists(refused):
+            with open(refused, encoding="utf-8") as file:
+                if str(params.uri) in file.read().split():
+                    raise MCPError(code=types.INVALID_PARAMS, message="no such resource")
         events.append(f"subscribe {params.uri}")
+        subscribed.add(str(params.uri))
         return types.EmptyResult()
 
     async def unsubscribe(
         ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
     ) -> Any:
         events.append(f"unsubscribe {params.uri}")
+        subscribed.discard(str(params.uri))
         return types.EmptyResult()
 
     # MCPServer has no decorators for these 2025-era methods: register them on its server.

@@ -6,7 +6,9 @@ proxy keeps serving. The first connection must succeed within ``connect_timeout`
 link fails with one :class:`UpstreamError` naming the upstream. Later losses — a process
 that died, a connection that closed — are noticed on use (``CONNECTION_CLOSED`` from any
 request, or a failed ping) and answered by restarting with exponential backoff, a bounded
-number of times, each attempt logged.
+number of times, each attempt logged. A restarted connection is handed to ``on_restart``
+(which renews what the old session held, such as resource subscriptions) before it is
+published as :attr:`UpstreamLink.client`, so no request uses it half-restored.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ class UpstreamLink:
         mode: str = "auto",
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         restarts: int = BACKOFF_ATTEMPTS,
-        on_restart: Callable[[UpstreamLink], Awaitable[None]] | None = None,
+        on_restart: Callable[[UpstreamLink, Client], Awaitable[None]] | None = None,
     ) -> None:
         self.spec = spec
         self.hooks = hooks
@@ -192,13 +194,13 @@ class UpstreamLink:
                     connected = True
                     handshake.deadline = math.inf
                     try:
+                        if not first and self.on_restart is not None:
+                            await self.on_restart(self, client)  # before anyone uses it
                         self.client = client
                         self.state.reason = ""
                         self._signal()
                         if first:
                             task_status.started()
-                        elif self.on_restart is not None:
-                            await self.on_restart(self)
                         await self._lost.wait()
                     finally:
                         self.client = None

@@ -108,15 +108,19 @@ async def _gated(
 
 
 async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> Any:
+    """Relayed, and remembered so a restarted upstream is subscribed again."""
     session = await _session(ctx)
     link, uri = await session.pool.catalog.resource_route(str(params.uri))
     request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
-    return await _client(link).session.send_request(request, types.EmptyResult)
+    result = await _client(link).session.send_request(request, types.EmptyResult)
+    session.pool.subscriptions.add(link, uri, str(params.uri))
+    return result
 
 
 async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> Any:
     session = await _session(ctx)
     link, uri = await session.pool.catalog.resource_route(str(params.uri))
+    session.pool.subscriptions.discard(link, uri)
     request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
     return await _client(link).session.send_request(request, types.EmptyResult)
 

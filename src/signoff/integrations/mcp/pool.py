@@ -32,6 +32,7 @@ from signoff.integrations.mcp.link import (
     is_connection_lost,
 )
 from signoff.integrations.mcp.relay import Downstream
+from signoff.integrations.mcp.resubscribe import RestartHook, Resubscriptions
 from signoff.integrations.mcp.safeguards import refusal
 from signoff.integrations.mcp.upstreams import UpstreamSpec, check_names
 
@@ -70,6 +71,10 @@ class UpstreamPool:
             for spec in specs
         ]
         self.catalog = Catalog(self.links, ttl=ttl)
+        #: Subscriptions 2025-11-25 clients made upstream, renewed when an upstream restarts.
+        self.subscriptions = Resubscriptions()
+        #: More to renew on a restarted upstream (the proxy's own listen subscriptions).
+        self.restart_hooks: list[RestartHook] = []
 
     async def start(self, tg: TaskGroup) -> None:
         """Connect every upstream (raises UpstreamError naming the first that fails)."""
@@ -80,8 +85,12 @@ class UpstreamPool:
         for link in self.links:
             await link.aclose()
 
-    async def _restarted(self, link: UpstreamLink) -> None:
+    async def _restarted(self, link: UpstreamLink, client: Any) -> None:
+        """Before a restarted upstream is used: forget its listing, renew subscriptions."""
         self.catalog.invalidate(link.name)
+        await self.subscriptions.renew(link, client)
+        for hook in list(self.restart_hooks):
+            await hook(link, client)
         log.info("upstream %s is back", link.spec.label)
 
     def link(self, upstream: str) -> UpstreamLink:
