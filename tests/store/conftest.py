@@ -87,6 +87,15 @@ async def pg_store(pg_url: str) -> AsyncIterator[PostgresStore]:
     pg_cluster.drop_schema(pg_url, opened.schema)
 
 
+@pytest.fixture
+async def second(pg_store: PostgresStore) -> AsyncIterator[PostgresStore]:
+    """Another store on ``pg_store``'s schema: a second replica."""
+    other = PostgresStore(pg_store.dsn, schema=pg_store.schema, pool_max=4)
+    await other.open()
+    yield other
+    await other.close()
+
+
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest) -> Backend:
     return BACKENDS[request.param]

@@ -7,7 +7,7 @@ import asyncio
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 
 import psycopg
@@ -53,15 +53,6 @@ def schema(pg_url: str) -> Iterator[str]:
     name = f"t_{secrets.token_hex(6)}"
     yield name
     pg_cluster.drop_schema(pg_url, name)
-
-
-@pytest.fixture
-async def second(pg_store: PostgresStore) -> AsyncIterator[PostgresStore]:
-    """Another store on the same schema: a second replica."""
-    other = PostgresStore(pg_store.dsn, schema=pg_store.schema, pool_max=4)
-    await other.open()
-    yield other
-    await other.close()
 
 
 # ---------------------------------------------------------------- schema and migrations

@@ -4,8 +4,6 @@ another replica (or anything else) changed the row since."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import psycopg
 import pytest
 from psycopg import sql
@@ -30,14 +28,6 @@ async def half_decided(store: PostgresStore) -> ApprovalRequest:
     await store.create_request(request, created_events(request))
     await decide(store, request.id, decision("call-1", approver="alice"))
     return request
-
-
-@pytest.fixture
-async def second(pg_store: PostgresStore) -> AsyncIterator[PostgresStore]:
-    other = PostgresStore(pg_store.dsn, schema=pg_store.schema, pool_max=4)
-    await other.open()
-    yield other
-    await other.close()
 
 
 def claim(call_id: str = "call-1") -> Mutation:
