@@ -25,6 +25,9 @@ from tests.integrations.mcp.conftest import ERAS, proxied
 from tests.integrations.mcp.test_upstream_failures import relisted
 from tests.integrations.mcp.upstream import REFUSE_ENV
 
+# 2025-11-25 clients subscribe with resources/subscribe, which the SDK marks deprecated
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
 UPSTREAM = Path(__file__).with_name("upstream.py")
 URI = "notes://readme"
 GONE = "notes://gone?token=s3cret"
