@@ -14,21 +14,11 @@ from signoff.client import RemoteGate
 from signoff.model import ApprovalRequest
 from signoff.store import MemoryStore
 from tests.gate import inquiry_judges
-from tests.gate.test_inquiry_fallback import wait_for_fallback
+from tests.gate.test_inquiry_fallback import FALLBACK as GATE_FALLBACK
+from tests.gate.test_inquiry_fallback import JUDGES, wait_for_fallback
 from tests.server.conftest import POLICY, Server, start_server
 
-FALLBACK = textwrap.dedent(
-    """
-    judges:
-      rules:
-        kind: python
-        function: "tests.gate.inquiry_judges:intent"
-        inquiry_function: "tests.gate.inquiry_judges:answer"
-        timeout: 5s
-    inquiries:
-      fallback: {judge: rules, after: 0.2s}
-    """
-)
+FALLBACK = textwrap.dedent(JUDGES) + textwrap.dedent(GATE_FALLBACK)
 
 
 @pytest.fixture(autouse=True)

@@ -170,7 +170,9 @@ def test_allow_other_has_no_enum() -> None:
 
 
 # ---------------------------------------------------------------------- langchain
-async def test_langchain_judge_answers_an_inquiry() -> None:
+async def _langchain_system_prompt(**settings: Any) -> Any:
+    """Ask a LangChain judge (a scripted model answering "us") ``SINGLE``; the system message
+    it was sent."""
     pytest.importorskip("langchain_core")
     from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
@@ -186,12 +188,17 @@ async def test_langchain_judge_answers_an_inquiry() -> None:
 
     judge = LangChainJudge(
         "chat",
-        LangChainJudgeSettings(kind="langchain", model="x:m"),
+        LangChainJudgeSettings(kind="langchain", model="x:m", **settings),
         ScriptedChatModel(script=script),
     )
     assert (await judge.answer_inquiry(SINGLE)).answer == "us"
     [[system, _human]] = seen
-    assert isinstance(system, SystemMessage) and system.content == SYSTEM_PROMPT
+    assert isinstance(system, SystemMessage)
+    return system.content
+
+
+async def test_langchain_judge_answers_an_inquiry() -> None:
+    assert await _langchain_system_prompt() == SYSTEM_PROMPT
 
 
 async def test_inquiry_prompt_replaces_only_the_system_prompt(fake_openai: FakeOpenAI) -> None:
@@ -224,27 +231,7 @@ async def test_inquiry_prompt_replaces_only_the_system_prompt(fake_openai: FakeO
 
 
 async def test_langchain_inquiry_prompt_is_its_system_message() -> None:
-    pytest.importorskip("langchain_core")
-    from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
-
-    from signoff.integrations.langchain.testing import ScriptedChatModel
-    from signoff.judges.langchain_judge import LangChainJudge
-    from signoff.judges.settings import LangChainJudgeSettings
-
-    seen: list[Any] = []
-
-    def script(messages: Sequence[BaseMessage]) -> AIMessage:
-        seen.append(list(messages))
-        return AIMessage(content='{"answer": "us"}')
-
-    judge = LangChainJudge(
-        "chat",
-        LangChainJudgeSettings(kind="langchain", model="x:m", inquiry_prompt="Be brief."),
-        ScriptedChatModel(script=script),
-    )
-    assert (await judge.answer_inquiry(SINGLE)).answer == "us"
-    [[system, _human]] = seen
-    assert isinstance(system, SystemMessage) and system.content == "Be brief."
+    assert await _langchain_system_prompt(inquiry_prompt="Be brief.") == "Be brief."
 
 
 def test_a_python_judge_has_no_inquiry_prompt() -> None:

@@ -237,8 +237,8 @@ def _transport(url: str, http: Any) -> Any:
     return streamable_http_client(url, http_client=http)
 
 
-@pytest.fixture
-def http_upstream() -> Iterator[str]:
+def run_http_upstream(query: str = "") -> Iterator[str]:
+    """The test upstream over streamable HTTP in its own process; yields its URL."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, str(UPSTREAM), "--http", str(port)],
@@ -248,10 +248,15 @@ def http_upstream() -> Iterator[str]:
     )
     try:
         wait_listening(port, process)
-        yield f"http://127.0.0.1:{port}/mcp?key=secret-in-query"
+        yield f"http://127.0.0.1:{port}/mcp{query}"
     finally:
         process.kill()
         process.wait(30)
+
+
+@pytest.fixture
+def http_upstream() -> Iterator[str]:
+    yield from run_http_upstream("?key=secret-in-query")
 
 
 @ERAS

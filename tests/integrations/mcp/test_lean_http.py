@@ -5,8 +5,6 @@ cancellation, and the plain HTTP/1.1 wire under it (keep-alive, chunked SSE, lim
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -19,7 +17,7 @@ from signoff.integrations.mcp import UpstreamSpec
 from signoff.integrations.mcp.wire import PlainHTTP, WireError
 from signoff.store import MemoryStore
 from tests.integrations.mcp.conftest import ERAS, abandon_when, make_policy, proxied, text_of, until
-from tests.integrations.mcp.test_http import ROOT, UPSTREAM, free_port, wait_listening
+from tests.integrations.mcp.test_http import run_http_upstream
 
 UPSTREAM_ERAS = pytest.mark.parametrize(
     "upstream_mode", ["auto", "legacy"], ids=["up-2026", "up-2025"]
@@ -28,19 +26,7 @@ UPSTREAM_ERAS = pytest.mark.parametrize(
 
 @pytest.fixture
 def http_upstream() -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(UPSTREAM), "--http", str(port)],
-        cwd=ROOT,
-        stderr=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        wait_listening(port, process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.kill()
-        process.wait(30)
+    yield from run_http_upstream()
 
 
 @pytest.fixture
