@@ -367,3 +367,24 @@ async def test_a_saved_history_with_tampered_arguments_runs_nothing(
     genuine = await agent.run(message_history=run.all_messages(), deferred_tool_results=answers)
     assert genuine.output == "done: deleted tmp/x"
     assert ran.calls == [("delete_file", {"path": "tmp/x"})]
+
+
+async def test_keyword_arguments_as_the_issue_names_them(
+    gate: Gate, tools: FunctionToolset[Any], ran: Ran
+) -> None:
+    from pydantic_ai import Agent
+
+    from signoff.integrations.pydantic_ai import SignoffToolset
+    from signoff.integrations.pydantic_ai.testing import calls_then_summary
+
+    agent = Agent(
+        calls_then_summary(delete()),
+        toolsets=[SignoffToolset(wrapped=tools, gate=gate)],
+        output_type=[str, DeferredToolRequests],
+    )
+    run = await agent.run("delete tmp/x")
+    req = await pending(gate)
+    await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    answers = await aresults(requests=run.output, gate=gate)
+    run = await agent.run(message_history=run.all_messages(), deferred_tool_results=answers)
+    assert ran.calls == [("delete_file", {"path": "tmp/x"})]
