@@ -82,6 +82,7 @@ async def test_approved_in_signoff_runs_once(
     await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
     answers = await aresults(run.output, gate)
     assert answers.approvals == {"call_del": ToolApproved()}
+    assert answers.metadata == {"call_del": {REQUEST_ID: req.id}}
     run = await agent.run(message_history=run.all_messages(), deferred_tool_results=answers)
     assert run.output == "done: deleted tmp/x"
     assert ran.calls == [("delete_file", {"path": "tmp/x"})]
