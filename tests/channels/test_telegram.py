@@ -330,3 +330,12 @@ async def test_a_replay_after_the_dedup_window_adds_no_second_approval(
         assert (await tg.receive(replayed, gate)).body == {"result": "refused"}
         after = await state(gate.store, req.id)
     assert after.status == "pending" and len(after.decisions) == 1  # bob's approval still needed
+
+
+async def test_answers_from_a_callback_share_one_verifying_tls_context() -> None:
+    import ssl
+
+    from signoff.channels._http import tls
+
+    assert tls() is tls()  # built once: loading the CA bundle costs ~30 ms of CPU
+    assert tls().verify_mode == ssl.CERT_REQUIRED and tls().check_hostname
