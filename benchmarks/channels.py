@@ -16,6 +16,10 @@ callbacks get through (must be none).
   callback from an unknown platform user or from a person without the role, and a replay
   of a valid callback. Accepted = the
   request changed or the endpoint answered as if it had acted.
+* **click answered**: on the same server, a valid signed click on a fresh pending request
+  to ``/hooks/telegram``, ``/hooks/feishu`` and ``/hooks/dingtalk``: POST sent → answer
+  read (the decision is stored before the answer; Telegram's ``answerCallbackQuery`` to the
+  stand-in is inside it). Feishu gives a callback 3 s.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ from signoff.store import MemoryStore, SQLiteStore, Store
 
 LATENCY_TARGET = Target("notify.sqlite.first_ms.median", "<=", 100.0, "ms")
 FORGED_TARGET = Target("forged.accepted", "<=", 0.0, "")
+FEISHU_CLICK_TARGET = Target("forged.click_ms.feishu.max", "<=", 3000.0, "ms")
+#: Valid clicks timed per chat platform (the ones with a reply deadline or a bot answer).
+CLICKED = ("telegram", "feishu", "dingtalk")
 
 SLACK_SECRET = "bench-slack-signing-secret"
 RESPONSE_URL = {"url": "https://hooks.slack.com/actions/x"}  # the receiver's, once it runs
@@ -517,7 +524,7 @@ def _acted(path: str, response: httpx.Response) -> bool:
     return path == "/hooks/webhook"  # Slack answers 200 either way; the request state tells
 
 
-def forged_suite(rounds: int) -> dict[str, Any]:
+def forged_suite(rounds: int, clicks: int = 50) -> dict[str, Any]:
     from signoff.server import ServerThread, create_app
 
     set_secrets()
@@ -563,11 +570,31 @@ def forged_suite(rounds: int) -> dict[str, Any]:
                 )
                 if _acted(path, replay) and replay.status_code < 400:
                     accepted += 1
+        click_ms = _clicks_answered(gate, http, clicks)
         http.close()
     finally:
         thread.stop()
         rec.close()
-    return {"tried": tried, "accepted": accepted, "by_kind": by_kind}
+    return {"tried": tried, "accepted": accepted, "by_kind": by_kind, "click_ms": click_ms}
+
+
+def _clicks_answered(gate: Gate, http: httpx.Client, n: int) -> dict[str, Any]:
+    """POST sent → answer read, for valid clicks deciding a fresh pending request."""
+    valid = {
+        "telegram": lambda r: _telegram(r, 5001),
+        "feishu": lambda r: _feishu(r, "ou_alice"),
+        "dingtalk": lambda r: _dingtalk(r, "0501"),
+    }
+    times: dict[str, list[float]] = {name: [] for name in CLICKED}
+    for i in range(n):
+        for name in CLICKED:
+            rid = gate.run_sync(_submit(gate, 10_000 + i))
+            headers, body = valid[name](rid)
+            start = time.perf_counter()
+            answer = http.post(f"/hooks/{name}", content=body, headers=headers)
+            times[name].append((time.perf_counter() - start) * 1000)
+            assert _acted(f"/hooks/{name}", answer), (name, answer.text)
+    return {name: summarize(values) for name, values in times.items()}
 
 
 # ---------------------------------------------------------------------- entry points
@@ -581,9 +608,9 @@ def run(quick: bool) -> dict[str, Any]:
             "pending request; per_channel: each channel alone on a memory gate"
         ),
         "notify": notify_latency(30 if quick else 200),
-        "forged": forged_suite(1 if quick else 5),
+        "forged": forged_suite(1 if quick else 5, 10 if quick else 50),
     }
-    return judge(result, [LATENCY_TARGET, FORGED_TARGET])
+    return judge(result, [LATENCY_TARGET, FORGED_TARGET, FEISHU_CLICK_TARGET])
 
 
 def rows(result: dict[str, Any]) -> list[Row]:
@@ -610,6 +637,16 @@ def rows(result: dict[str, Any]) -> list[Row]:
             "replays; Slack, Discord, LINE, Telegram, Feishu, DingTalk, Standard Webhooks",
         )
     )
+    for name, r in f.get("click_ms", {}).items():
+        target = met.get(FEISHU_CLICK_TARGET.describe()) if name == "feishu" else None
+        out.append(
+            Row(
+                f"valid {name} click answered, p50/max",
+                f"{fmt(r['median'], 'ms', 1)} / {fmt(r['max'], 'ms', 1)}",
+                f"≤ 3 s: {mark(target)}" if target is not None else "",
+                f"signoff serve on loopback, decision stored before the answer; n={r['n']}",
+            )
+        )
     for name, r in result["notify"].get("per_channel", {}).items():
         out.append(
             Row(

@@ -201,3 +201,18 @@ async def test_a_failed_delivery_result_is_final(
             await asyncio.sleep(0.02)
         [row] = await gate.delivery.outbox.outbox_for(req.id)
     assert row.status == "failed" and "robot not in chat" in str(row.error)
+
+
+async def test_a_person_without_the_role_may_not_decide(dt_gate: Gate, receiver: Receiver) -> None:
+    req = await submit(dt_gate)  # transfer_funds: finance; dave is ops
+    # A genuine token (as on a card once sent to dave): the role check still refuses it.
+    params = {
+        "action": "approve",
+        "request_id": req.id,
+        "token": token(DINGTALK_SECRET, "ob_dave", "0504", "approve", req.id),
+    }
+    reply = await channel(dt_gate).receive(dingtalk_callback("ob_dave", "0504", params), dt_gate)
+    assert reply.status == 200
+    shown = reply.body["cardData"]["cardParamMap"]
+    assert "status" not in shown and shown["notice"]  # a notice, not an outcome
+    assert (await state(dt_gate.store, req.id)).status == "pending"

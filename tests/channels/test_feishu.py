@@ -198,3 +198,11 @@ async def test_an_inline_app_secret_and_an_unknown_domain_are_refused() -> None:
         parse({"feishu": {**FEISHU, "app_secret": "s3cret"}})
     with pytest.raises(PolicyError, match=r"channels\.feishu\.domain"):
         parse({"feishu": {**FEISHU, "domain": "larksuite"}})
+
+
+async def test_a_person_without_the_role_may_not_decide(fs_gate: Gate, receiver: Receiver) -> None:
+    req = await submit(fs_gate)  # transfer_funds: finance; dave is ops
+    click = feishu_click({"a": "approve", "r": req.id}, "ou_dave")
+    reply = await channel(fs_gate).receive(feishu_callback(click), fs_gate)
+    assert reply.body["toast"]["type"] == "error" and "card" not in reply.body
+    assert (await state(fs_gate.store, req.id)).status == "pending"

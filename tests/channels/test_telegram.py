@@ -5,16 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import textwrap
+import time
 from typing import Any
 
 import pytest
 
 from signoff import Gate, Policy
-from signoff.channels import telegram
+from signoff.channels import Inbound, telegram
 from signoff.channels.telegram import TelegramChannel, link_code, seal, unseal
 from signoff.model import ApprovalRequest
 from signoff.store import MemoryStore
-from tests.channels.conftest import TELEGRAM_SECRET, TELEGRAM_TOKEN, policy_text, state, submit
+from tests.channels.conftest import (
+    PEOPLE,
+    TELEGRAM_SECRET,
+    TELEGRAM_TOKEN,
+    policy_text,
+    state,
+    submit,
+)
 from tests.channels.platforms import telegram_callback, telegram_click, telegram_text
 from tests.channels.receiver import Receiver, answer
 
@@ -294,3 +303,39 @@ async def test_group_chatter_is_ignored_and_private_text_gets_the_link_hint(
     assert (await tg.receive(telegram_callback(private), tg_gate)).body == {"result": "onboarded"}
     [hint] = receiver.wait_for(f"{BOT}/sendMessage")
     assert hint.json()["chat_id"] == 7777 and "`telegram: 7777`" in hint.json()["text"]
+
+
+QUORUM = """
+tools:
+  transfer_funds:
+    default: require_approval
+    approvers: {roles: [finance], quorum: 2}
+"""
+
+
+async def test_a_replay_after_the_dedup_window_adds_no_second_approval(
+    receiver: Receiver, secrets: dict[str, str]
+) -> None:
+    """Telegram signs no timestamp and update ids are remembered for a window only: a replay
+    later gets through to the gate, whose one-decision-per-approver rule makes it a no-op."""
+    channels = TELEGRAM_ONLY.replace("{url}", receiver.url)
+    text = textwrap.dedent(f"version: 1\n{PEOPLE}{QUORUM}{channels}")
+    async with Gate(Policy.from_yaml(text), MemoryStore()) as gate:
+        req = await submit(gate)
+        update = telegram_click(seal(TELEGRAM_SECRET, "a", req.id), 5001)
+        tg = channel(gate)
+        assert (await tg.receive(telegram_callback(update), gate)).body == {"result": "decided"}
+        later = telegram_callback(update)
+        replayed = Inbound(later.headers, later.body, time.time() + 3 * tg.replays.window_s)
+        assert (await tg.receive(replayed, gate)).body == {"result": "refused"}
+        after = await state(gate.store, req.id)
+    assert after.status == "pending" and len(after.decisions) == 1  # bob's approval still needed
+
+
+async def test_answers_from_a_callback_share_one_verifying_tls_context() -> None:
+    import ssl
+
+    from signoff.channels._http import tls
+
+    assert tls() is tls()  # built once: loading the CA bundle costs ~30 ms of CPU
+    assert tls().verify_mode == ssl.CERT_REQUIRED and tls().check_hostname

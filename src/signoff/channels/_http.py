@@ -9,6 +9,8 @@ Error texts never include the URL (Discord and Teams URLs carry their secret).
 from __future__ import annotations
 
 import email.utils
+import functools
+import ssl
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +21,14 @@ from signoff.channels import DeliveryError
 from signoff.channels.redact import cut
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """One TLS context (httpx's default: certifi, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``)
+    for the short-lived clients that answer from inside a callback. Building one loads the CA
+    bundle, about 30 ms of CPU; a shared one costs nothing per client."""
+    return httpx.create_ssl_context()
 
 
 def retry_after(value: str | None) -> float | None:

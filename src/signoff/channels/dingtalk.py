@@ -14,8 +14,9 @@ the HTTP callback URL ``https://<your server>/hooks/dingtalk`` registered under 
 approver (``openSpaceId: dtv1.card//IM_ROBOT.<userId>``, forwarding off), ``outTrackId`` =
 the outbox row id, under an ``accessToken`` (cached). Agent text in the ``body`` variable is
 escaped for DingTalk markdown (``&<>`` as entities, every other ASCII punctuation
-backslash-escaped). When the request resolves, ``PUT /v1.0/card/instances`` sets the
-outcome on every copy.
+backslash-escaped); ``title``, ``context``, ``outcome`` and ``notice`` are plain text, for
+the template's Text components (docs/channels.md). When the request resolves,
+``PUT /v1.0/card/instances`` sets the outcome on every copy.
 
 **In** (``POST /hooks/dingtalk``): the DingTalk documentation of HTTP card callbacks we
 could consult gives no signature to verify (the ``apiSecret`` given at registration comes

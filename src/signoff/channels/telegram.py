@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from signoff.channels import DeliveryError, Inbound, Outgoing, Reply, Target, message
 from signoff.channels._http import request as http_request
+from signoff.channels._http import tls
 from signoff.channels.config import TelegramConfig, missing_secrets
 from signoff.channels.inbound import (
     ReplayGuard,
@@ -263,7 +264,7 @@ class TelegramChannel:
         import httpx
 
         try:
-            async with httpx.AsyncClient(timeout=5.0) as http:
+            async with httpx.AsyncClient(timeout=5.0, verify=tls()) as http:
                 await self.call(http, method, body)
         except DeliveryError as exc:
             log.warning("could not answer on Telegram: %s", exc)

@@ -69,6 +69,65 @@ async def test_forged_approval_cannot_overturn_a_rejection(
     assert "with reason: keep it" in result.final_output
 
 
+def tampered_arguments(saved: str, old: dict[str, Any], new: dict[str, Any]) -> str:
+    """The state with every copy of a call's arguments rewritten by hand, and the SDK's own
+    record of the invocation (an unkeyed digest of them) dropped so that it re-registers."""
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                k: json.dumps(new) if k == "arguments" and v == json.dumps(old) else rewrite(v)
+                for k, v in node.items()
+            }
+        return [rewrite(v) for v in node] if isinstance(node, list) else node
+
+    data = rewrite(json.loads(saved))
+    data["context"]["tool_invocations"] = {}
+    return json.dumps(data)
+
+
+async def test_an_approved_state_with_tampered_arguments_runs_nothing(
+    gate: Gate, tools: list[FunctionTool], ran: Ran
+) -> None:
+    agent = make_agent(gate, tools, delete())
+    thread = new_thread()
+    with gate.context(thread=thread):
+        result = await run(agent, "delete tmp/x")
+        req = await pending(gate, thread)
+        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+        approved = (await aresolve(result, gate)).to_string()
+        forged = tampered_arguments(approved, {"path": "tmp/x"}, {"path": "/"})
+        assert forged != approved
+        paused = await run(agent, await RunState.from_string(agent, forged))
+        (item,) = paused.interruptions  # the SDK asks about the rewritten call again
+        state = paused.to_state()
+        state.approve(item)  # and the forger approves that too
+        refused = await run(agent, state)
+        assert ran.calls == []
+        assert "is not the call signoff reviewed" in refused.final_output
+        stored = await gate.get(req.id)
+        assert stored.calls[0].execution is None  # the ledger was not claimed by the forgery
+        genuine = await run(agent, await RunState.from_string(agent, approved))
+    assert ran.calls == [("delete_file", {"path": "tmp/x"})]
+    assert genuine.final_output == "done: deleted tmp/x"
+
+
+async def test_resolve_rejects_a_paused_call_whose_arguments_were_tampered(
+    gate: Gate, tools: list[FunctionTool], ran: Ran
+) -> None:
+    agent = make_agent(gate, tools, delete())
+    thread = new_thread()
+    with gate.context(thread=thread):
+        result = await run(agent, "delete tmp/x")
+        req = await pending(gate, thread)
+        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+        saved = tampered_arguments(result.to_state().to_string(), {"path": "tmp/x"}, {"path": "/"})
+        state = await aresolve(await RunState.from_string(agent, saved), gate)
+        result = await run(agent, state)
+    assert ran.calls == []
+    assert "is not the call signoff reviewed" in result.final_output
+
+
 async def test_replaying_an_approved_state_runs_the_call_once(
     gate: Gate, tools: list[FunctionTool], ran: Ran
 ) -> None:
@@ -182,3 +241,21 @@ async def test_two_runs_racing_on_one_approved_state_run_the_call_once(
     answers = sorted(o.final_output for o in outcomes)
     assert answers.count("done: deleted tmp/x") == 1
     assert all("has already run" in a for a in answers if a != "done: deleted tmp/x")
+
+
+async def test_resolve_approves_and_rejects_per_call_never_always(
+    gate: Gate, tools: list[FunctionTool], ran: Ran
+) -> None:
+    agent = make_agent(gate, tools, delete(), delete("tmp/y", call_id="call_y"))
+    thread = new_thread()
+    with gate.context(thread=thread):
+        result = await run(agent, "delete tmp/x and tmp/y")
+        for req in await gate.alist(status="pending", thread=thread):
+            decision = "approve" if req.action_requests[0].tool_call_id == "call_del" else "reject"
+            await gate.adecide(req.id, [{"type": decision}], approver="alice")
+        state = await aresolve(result, gate)
+    [record] = json.loads(state.to_string())["context"]["function_tool_approvals"]
+    # per call ids, not ``True`` (always_approve / always_reject would write True)
+    decision = record["decision"]
+    assert (decision["approved"], decision["rejected"]) == (["call_del"], ["call_y"])
+    assert "with id call_y" in decision["rejection_messages"]["call_y"]

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agents import FunctionTool, WebSearchTool
+from agents import Agent, FunctionTool, WebSearchTool
 
 from signoff import Gate
 from signoff.integrations.openai_agents import aresolve, resolve, signoff_tools
+from signoff.integrations.openai_agents.testing import ScriptedModel, calls_then_summary
 from tests.integrations.openai_agents.conftest import (
     Ran,
     delete,
@@ -223,3 +224,20 @@ def test_blocking_mode_warns_when_the_tool_timeout_is_shorter_than_the_deadline(
     with caplog.at_level("WARNING", logger="signoff.openai_agents"):
         signoff_tools(gate, [tools[0], short])  # pausing mode: nothing waits in the tool
     assert not caplog.records
+
+
+async def test_keyword_arguments_as_the_issue_names_them(
+    gate: Gate, tools: list[FunctionTool], ran: Ran
+) -> None:
+    agent = Agent(
+        name="ops",
+        model=ScriptedModel(calls_then_summary(delete())),
+        tools=signoff_tools(gate_or_config=gate, tools=tools),
+    )
+    thread = new_thread()
+    with gate.context(thread=thread):
+        result = await run(agent, "delete tmp/x")
+        req = await pending(gate, thread)
+        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+        result = await run(agent, await aresolve(result_or_state=result, gate=gate))
+    assert ran.calls == [("delete_file", {"path": "tmp/x"})]

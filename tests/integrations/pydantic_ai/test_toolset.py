@@ -82,6 +82,7 @@ async def test_approved_in_signoff_runs_once(
     await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
     answers = await aresults(run.output, gate)
     assert answers.approvals == {"call_del": ToolApproved()}
+    assert answers.metadata == {"call_del": {REQUEST_ID: req.id}}
     run = await agent.run(message_history=run.all_messages(), deferred_tool_results=answers)
     assert run.output == "done: deleted tmp/x"
     assert ran.calls == [("delete_file", {"path": "tmp/x"})]
@@ -331,3 +332,60 @@ async def test_without_deferred_output_allowed_calls_still_run(
     run = await make_agent(gate, tools, read(), output_type=str).run("read")
     assert run.output == "done: contents of notes.txt"
     assert ran.calls == [("read_file", {"path": "notes.txt"})]
+
+
+async def test_blocking_mode_rejection_is_the_tool_result_and_nothing_runs(
+    gate: Gate, tools: FunctionToolset[Any], ran: Ran
+) -> None:
+    agent = make_agent(gate, tools, delete(), output_type=str, blocking=True)
+    thread = new_thread()
+    with gate.context(thread=thread):
+        task = asyncio.create_task(agent.run("delete tmp/x"))
+        while not (found := await gate.alist(status="pending", thread=thread)):
+            await asyncio.sleep(0.01)
+        reject = {"type": "reject", "message": "keep it"}
+        await gate.adecide(found[0].id, [reject], approver="alice")
+        run = await task
+    assert ran.calls == [] and "with reason: keep it" in run.output
+
+
+async def test_a_saved_history_with_tampered_arguments_runs_nothing(
+    gate: Gate, tools: FunctionToolset[Any], ran: Ran
+) -> None:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    agent = make_agent(gate, tools, delete())
+    run = await agent.run("delete tmp/x")
+    req = await pending(gate)
+    await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    answers = await aresults(run.output, gate)  # a genuine ToolApproved for call_del
+    saved = ModelMessagesTypeAdapter.dump_json(run.all_messages())
+    assert saved.count(b"tmp/x") >= 1
+    history = ModelMessagesTypeAdapter.validate_json(saved.replace(b"tmp/x", b"/"))
+    forged = await agent.run(message_history=history, deferred_tool_results=answers)
+    assert ran.calls == [] and "not the call signoff reviewed" in forged.output
+    assert (await gate.get(req.id)).calls[0].execution is None  # the ledger is untouched
+    genuine = await agent.run(message_history=run.all_messages(), deferred_tool_results=answers)
+    assert genuine.output == "done: deleted tmp/x"
+    assert ran.calls == [("delete_file", {"path": "tmp/x"})]
+
+
+async def test_keyword_arguments_as_the_issue_names_them(
+    gate: Gate, tools: FunctionToolset[Any], ran: Ran
+) -> None:
+    from pydantic_ai import Agent
+
+    from signoff.integrations.pydantic_ai import SignoffToolset
+    from signoff.integrations.pydantic_ai.testing import calls_then_summary
+
+    agent = Agent(
+        calls_then_summary(delete()),
+        toolsets=[SignoffToolset(wrapped=tools, gate=gate)],
+        output_type=[str, DeferredToolRequests],
+    )
+    run = await agent.run("delete tmp/x")
+    req = await pending(gate)
+    await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    answers = await aresults(requests=run.output, gate=gate)
+    run = await agent.run(message_history=run.all_messages(), deferred_tool_results=answers)
+    assert ran.calls == [("delete_file", {"path": "tmp/x"})]

@@ -29,7 +29,7 @@ from signoff.model import ApprovalRequest, ToolCall
 
 def resolve(
     result_or_state: Any,
-    gate_or_config: Gate | str | Any,
+    gate: Gate | str | Any,
     *,
     thread: str | None = None,
     wait: bool = False,
@@ -38,11 +38,12 @@ def resolve(
     """Apply signoff's decisions to the run's pending approvals and return its ``RunState``.
 
     ``result_or_state`` is a ``RunResult`` (its ``to_state()`` is used) or a ``RunState``,
-    e.g. one restored with ``RunState.from_string`` in another process. ``thread`` applies when
+    e.g. one restored with ``RunState.from_string`` in another process. ``gate`` is a
+    :class:`~signoff.Gate` or the path of a ``signoff.yaml``. ``thread`` applies when
     the ambient ``gate.context(...)`` sets none (as for ``signoff_tools``). ``wait=True`` waits
     (at most ``timeout`` seconds per request) for decisions still missing.
     """
-    gate = local_gate(gate_or_config, "resolve")
+    gate = local_gate(gate, "resolve")
     state = _state_of(result_or_state)
     place = ambient_context(thread).thread  # read here: the gate's loop thread has no context
     gate.run_sync(_apply(gate, state, place, wait, timeout))
@@ -51,14 +52,14 @@ def resolve(
 
 async def aresolve(
     result_or_state: Any,
-    gate_or_config: Gate | str | Any,
+    gate: Gate | str | Any,
     *,
     thread: str | None = None,
     wait: bool = False,
     timeout: float | None = None,
 ) -> RunState[Any, Any]:
     """Async twin of :func:`resolve`."""
-    gate = local_gate(gate_or_config, "aresolve")
+    gate = local_gate(gate, "aresolve")
     state = _state_of(result_or_state)
     await _apply(gate, state, ambient_context(thread).thread, wait, timeout)
     return state

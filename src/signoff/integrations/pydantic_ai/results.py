@@ -44,29 +44,30 @@ REQUEST_ID = "signoff_request_id"
 
 def results(
     requests: DeferredToolRequests,
-    gate_or_config: Gate | str | Any,
+    gate: Gate | str | Any,
     *,
     wait: bool = False,
     timeout: float | None = None,
 ) -> DeferredToolResults:
     """The ``DeferredToolResults`` signoff's store has decided for ``requests``.
 
+    ``gate`` is a :class:`~signoff.Gate` or the path of a ``signoff.yaml``.
     ``wait=True`` waits (at most ``timeout`` seconds per request) for decisions still missing;
     :class:`NotDecided` is raised if any is still missing after that.
     """
-    gate = local_gate(gate_or_config, "results")
+    gate = local_gate(gate, "results")
     return gate.run_sync(aresults(requests, gate, wait=wait, timeout=timeout))
 
 
 async def aresults(
     requests: DeferredToolRequests,
-    gate_or_config: Gate | str | Any,
+    gate: Gate | str | Any,
     *,
     wait: bool = False,
     timeout: float | None = None,
 ) -> DeferredToolResults:
     """Async twin of :func:`results`."""
-    gate = local_gate(gate_or_config, "aresults")
+    gate = local_gate(gate, "aresults")
     out = DeferredToolResults()
     undecided: list[str] = []
     for part in requests.approvals:
