@@ -376,3 +376,22 @@ def test_load_error_prefix_is_the_file_basename(tmp_path: Path) -> None:
     with pytest.raises(PolicyError) as info:
         Policy.load(path)
     assert (info.value.path, info.value.line) == ("team.yaml.bogus", 2)
+
+
+def test_notify_naming_a_channel_the_file_does_not_configure_is_a_warning() -> None:
+    text = (
+        "version: 1\n"
+        "channels:\n  email: {host: localhost, sender: a@example.com}\n"
+        "tools:\n  pay:\n    default: require_approval\n    approvers: {any: true}\n"
+        "    notify: [slack, email, web]\n"
+    )
+    policy = Policy.from_yaml(text)
+    [warning] = [w for w in policy.warnings if "notify" in w]
+    assert "(line 8)" in warning
+    assert "notify names ['slack']" in warning and "nothing is sent there" in warning
+
+
+def test_notify_without_a_channels_section_is_not_warned_about() -> None:
+    """Channels may come from Gate(channels=...): a file without `channels:` is not judged."""
+    text = "version: 1\ntools:\n  pay: {default: require_approval, notify: [slack]}\n"
+    assert not [w for w in Policy.from_yaml(text).warnings if "notify" in w]

@@ -94,7 +94,18 @@ def compile_policy(
     out.redact_keys = redact_keys(data, root, problems)
     judges = data.get("judges")
     judge_names = frozenset(str(k) for k in judges) if isinstance(judges, Mapping) else frozenset()
-    builder = _Builder(problems, people, policy_hash, internal_ids=internal_ids, judges=judge_names)
+    channels = data.get("channels")
+    channel_names = (
+        frozenset(str(k) for k in channels) if isinstance(channels, Mapping) else frozenset()
+    )
+    builder = _Builder(
+        problems,
+        people,
+        policy_hash,
+        internal_ids=internal_ids,
+        judges=judge_names,
+        channels=channel_names,
+    )
     builder.defaults(data.get("defaults"), root.key("defaults"), out)
     builder.tools(data.get("tools"), root.key("tools"), out)
     problems.raise_if_any()
@@ -228,10 +239,11 @@ class _Builder:
         *,
         internal_ids: bool = False,
         judges: frozenset[str] = frozenset(),
+        channels: frozenset[str] = frozenset(),
     ) -> None:
         self.problems = problems
         self.internal_ids = internal_ids
-        self.reviews = ReviewCompiler(problems, people, judges)
+        self.reviews = ReviewCompiler(problems, people, judges, channels)
         self.conds = CondCompiler(problems, self.reviews.directory_roles)
         self.hash = policy_hash
         self.defaults_layer = Layer(Loc(Source("defaults")))

@@ -75,11 +75,16 @@ class ReviewCompiler:
     """Parses review fields and resolves chains, reporting problems with path and line."""
 
     def __init__(
-        self, problems: Problems, people: People, judges: frozenset[str] = frozenset()
+        self,
+        problems: Problems,
+        people: People,
+        judges: frozenset[str] = frozenset(),
+        channels: frozenset[str] = frozenset(),
     ) -> None:
         self.problems = problems
         self.people = people
         self.judges = judges  # the names under `judges:`
+        self.channels = channels  # the names under `channels:`
         self.directory_roles = people.roles
         self.held_roles = frozenset(r for p in people.values() for r in p.roles)
         self._default_description = compile_template(DEFAULT_DESCRIPTION, self.directory_roles)
@@ -181,6 +186,15 @@ class ReviewCompiler:
         bad = [v for v in items if v not in CHANNELS]
         if bad:
             raise PolicyError(f"unknown channel(s) {bad}; choose from {list(CHANNELS)}")
+        # A file with a channels: section names there what it sends through (a file without
+        # one may pass its channels to Gate(channels=...)); `web`, the inbox, lists everything.
+        silent = [v for v in items if v != "web" and v not in self.channels]
+        if self.channels and silent:
+            self.problems.warn(
+                loc,
+                f"notify names {silent}, which the channels: section does not configure; "
+                "nothing is sent there unless Gate(channels=...) adds it",
+            )
         return tuple(dict.fromkeys(items))
 
     def approvers(self, value: object, loc: Loc, *, escalation: bool) -> Approvers:
