@@ -155,10 +155,19 @@ def _json_plain(value: Any) -> bool:
     """Only JSON's own types, every dict key a string: the canonical text of such a value is
     the canonical text of its stored (re-read) form, so it needs no round trip."""
     kind = type(value)
+    # plain loops, scalars checked inline: no generator or call per value (on every write)
     if kind is dict:
-        return all(type(k) is str and _json_plain(v) for k, v in value.items())
+        for key, item in value.items():
+            if type(key) is not str:
+                return False
+            if type(item) not in _JSON_SCALARS and not _json_plain(item):
+                return False
+        return True
     if kind is list or kind is tuple:
-        return all(_json_plain(v) for v in value)
+        for item in value:
+            if type(item) not in _JSON_SCALARS and not _json_plain(item):
+                return False
+        return True
     return kind in _JSON_SCALARS
 
 
