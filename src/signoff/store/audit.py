@@ -220,26 +220,19 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
 _ascii_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 
-def _text_field(value: object) -> str | None:
-    """The canonical JSON of a ``str | None`` column; None when it is something else."""
-    if value is None:
-        return "null"
-    if type(value) is str:
-        return _ascii_string(value)
-    return None
-
-
 def _hashed_body(event: AuditEvent, seq: int, prev_hash: str, at: str, data: str) -> str:
     """The canonical JSON text of the hashed object (every field but ``hash``), keys sorted:
     ``actor, agent, at, data, event, policy_hash, prev_hash, principal, request_id, rule, seq,
     thread, tool, tool_call_id``.
 
-    Written out field by field (each string through json's own encoder) instead of building
-    and encoding a dict per event; a column holding anything but ``str``/``None`` (or a
-    ``seq`` that is not an ``int``) takes the general encoder, so the text is the same.
+    Written out field by field (each string through json's own encoder, ``None`` as
+    ``null``) instead of building and encoding a dict per event; a column holding anything
+    but ``str``/``None`` (or a ``seq`` that is not an ``int``) takes the general encoder, so
+    the text is the same.
     """
+    encode = _ascii_string
     texts = [
-        _text_field(value)
+        encode(value) if type(value) is str else ("null" if value is None else None)
         for value in (
             event.actor,
             event.agent,
