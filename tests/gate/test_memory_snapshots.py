@@ -132,3 +132,55 @@ def test_a_change_that_alters_a_shared_review_config_in_place_is_noticed() -> No
             await gate.aclose()
 
     asyncio.run(main())
+
+
+SECRETS_POLICY = """
+version: 1
+people:
+  alice: {roles: [ops]}
+tools:
+  deploy:
+    default: require_approval
+    approvers: {roles: [ops]}
+    allowed_decisions: [approve, edit, reject]
+    editable_args: "*"
+"""
+
+
+@pytest.mark.parametrize("decision", ["edit", "reject"])
+def test_sealing_a_finished_calls_secrets_replaces_the_shared_items(decision: str) -> None:
+    """A change's working copy shares the snapshot's action requests and decisions; sealing
+    a finished call's secret-named arguments replaces them instead of changing them."""
+
+    async def main() -> None:
+        store = SnapshotCheckingStore()
+        gate = Gate(make_policy(SECRETS_POLICY), store)
+        await gate.astart()
+        try:
+            call = ToolCall(id="s1", name="deploy", args={"version": "v1", "api_key": "sk-LIVE"})
+            sub = await gate.asubmit([call], CTX)
+            assert sub.request is not None
+            if decision == "edit":
+                edited = {"name": "deploy", "args": {"version": "v2", "api_key": "sk-LIVE"}}
+                answer: dict[str, Any] = {"type": "edit", "edited_action": edited}
+            else:
+                answer = {"type": "reject", "message": "no"}
+            await gate.adecide(sub.request.id, [answer], approver="alice")
+            decided = await gate.await_request(sub.request.id, timeout=10)
+            if decision == "edit":
+                assert decided.decisions[0].edited_action is not None
+                assert decided.decisions[0].edited_action.args["api_key"] == "sk-LIVE"
+                assert await gate.arun_approved(decided, "s1", _tool)
+            final = await store.get_request(sub.request.id)
+            assert final is not None
+            assert final.action_requests[0].args["api_key"] != "sk-LIVE"  # sealed
+            if decision == "edit":
+                assert final.decisions[0].edited_action is not None
+                assert final.decisions[0].edited_action.args["api_key"] != "sk-LIVE"
+                # the snapshot the agent resumed with still holds what ran
+                assert decided.decisions[0].edited_action.args["api_key"] == "sk-LIVE"
+            store.assert_untouched()
+        finally:
+            await gate.aclose()
+
+    asyncio.run(main())

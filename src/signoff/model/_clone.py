@@ -43,9 +43,9 @@ _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
 def clone(model: M, shallow: frozenset[str] = frozenset()) -> M:
     """A copy of ``model`` sharing nothing mutable with it (fields, fields set, extras).
 
-    ``shallow``: top-level list fields copied as lists whose items are shared (for items
-    nothing changes in place, such as a request's review configs in the MemoryStore's
-    working copy)."""
+    ``shallow``: top-level fields whose items nothing changes in place (such as a request's
+    review configs in the MemoryStore's working copy): a list is copied as a list sharing
+    its items, any other value is shared."""
     cls = type(model)
     plan = _PLANS.get(cls)
     if plan is None:
@@ -54,8 +54,8 @@ def clone(model: M, shallow: frozenset[str] = frozenset()) -> M:
     fields = model.__dict__.copy()
     for name in plan:
         value = fields[name]
-        if name in shallow and type(value) is list:
-            fields[name] = value.copy()
+        if name in shallow:
+            fields[name] = value.copy() if type(value) is list else value
             continue
         kind = type(value)
         if kind not in _ATOMIC:

@@ -8,6 +8,7 @@ fields they know, plus tool-call ids, rules, deadlines, decisions and per-call s
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -112,6 +113,22 @@ class ApproversInfo(_Model):
         )
 
 
+@lru_cache(maxsize=1024)
+def _shared_approvers_info(approvers: Approvers) -> ApproversInfo:
+    return ApproversInfo.of(approvers)
+
+
+def approvers_info(approvers: Approvers) -> ApproversInfo:
+    """``ApproversInfo.of(approvers)``, one instance per distinct ``approvers`` (a policy's
+    rules have a handful): every request asking those approvers shares it. Nothing changes
+    an ``ApproversInfo`` in place (a reroute replaces the whole review config), and a
+    request's ``copy_for_update()`` copies it."""
+    try:
+        return _shared_approvers_info(approvers)
+    except TypeError:  # an unhashable value inside: built for this request alone
+        return ApproversInfo.of(approvers)
+
+
 class ActionRequest(_Model):
     """One gated call (LangChain's ``ActionRequest`` plus id, rule and risk)."""
 
@@ -160,12 +177,12 @@ class ReviewConfig(_Model):
             editable_args=spec.editable_args
             if spec.editable_args == "*"
             else list(spec.editable_args),
-            approvers=ApproversInfo.of(spec.approvers),
+            approvers=approvers_info(spec.approvers),
             forbid_self_approval=spec.forbid_self_approval,
             allow_thread_approval=spec.allow_thread_approval,
             timeout_s=spec.timeout_s,
             on_timeout=spec.on_timeout,
-            escalate_to=ApproversInfo.of(spec.escalate_to) if spec.escalate_to else None,
+            escalate_to=approvers_info(spec.escalate_to) if spec.escalate_to else None,
             escalate_after_s=spec.escalate_after_s,
             notify=list(spec.notify),
         )

@@ -8,6 +8,12 @@ Each function leaves its argument alone and changes a copy — except with ``in_
 which the gate passes when the function runs as the mutation of ``Store.update_request``:
 every store hands a mutation a private copy of the row (parsed from it, or copied), so a
 second copy (a pydantic dump/validate, tens of microseconds) would buy nothing.
+
+That private copy may share the items of ``action_requests``, ``decisions`` and
+``review_configs``, and the ``principal``, with the stored snapshot it replaces (the
+MemoryStore's copy on write: ``store/memory.py``). So a change *replaces* such an item (its
+list is the copy's own) and never changes one in place; calls (``CallState``) are the
+copy's own and are changed in place.
 """
 
 from __future__ import annotations
@@ -420,7 +426,10 @@ def _reroute(
     new.decisions.append(d)
     call.action = Action(name=call.action.name, args=dict(d.edited_action.args))
     new.review_configs[idx] = reroute.config
-    action.rule, action.reason = reroute.rule, reroute.reason
+    # replaced, not changed: a store's working copy may share the item (module docstring)
+    new.action_requests[idx] = action.model_copy(
+        update={"rule": reroute.rule, "reason": reroute.reason}
+    )
     call.quorum = reroute.config.approvers.quorum
     chains.fresh(reroute.config, call)  # no progress of the old rule's chain carries over
     if reroute.config.approvers.chained:

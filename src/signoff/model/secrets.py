@@ -57,15 +57,23 @@ def seal_finished(req: ApprovalRequest, sealer: Sealer) -> None:
     done = {c.tool_call_id for c in req.calls if finished(c)}
     if not done:
         return
-    for action in req.action_requests:
+    # action requests and decisions are replaced, never changed: a store's working copy may
+    # share them with the snapshot it replaces (model/resolution.py, in_place)
+    for i, action in enumerate(req.action_requests):
         if action.tool_call_id in done:
-            action.args = sealer.seal(action.args)
+            args = sealer.seal(action.args)
+            if args is not action.args:
+                req.action_requests[i] = action.model_copy(update={"args": args})
     for call in req.calls:
         if call.tool_call_id in done:
             call.action.args = sealer.seal(call.action.args)
-    for decision in req.decisions:
-        if decision.tool_call_id in done and decision.edited_action is not None:
-            decision.edited_action.args = sealer.seal(decision.edited_action.args)
+    for i, decision in enumerate(req.decisions):
+        edited = decision.edited_action
+        if decision.tool_call_id in done and edited is not None:
+            args = sealer.seal(edited.args)
+            if args is not edited.args:
+                sealed_edit = edited.model_copy(update={"args": args})
+                req.decisions[i] = decision.model_copy(update={"edited_action": sealed_edit})
     if len(done) == len(req.calls):
         req.attrs = sealer.seal(req.attrs)
 

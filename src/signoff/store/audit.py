@@ -17,7 +17,7 @@ import csv
 import hashlib
 import io
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, is_dataclass
 from datetime import UTC, date, datetime
 from enum import Enum
@@ -47,6 +47,8 @@ FIELDS = (
 
 def iso_utc(moment: datetime) -> str:
     """Fixed-width ISO-8601 UTC text; naive datetimes are taken to be UTC already."""
+    if moment.tzinfo is UTC:  # the common case (utcnow): drop "+00:00", no conversion
+        return moment.isoformat(timespec="microseconds")[:-6] + "Z"
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
@@ -153,10 +155,19 @@ def _json_plain(value: Any) -> bool:
     """Only JSON's own types, every dict key a string: the canonical text of such a value is
     the canonical text of its stored (re-read) form, so it needs no round trip."""
     kind = type(value)
+    # plain loops, scalars checked inline: no generator or call per value (on every write)
     if kind is dict:
-        return all(type(k) is str and _json_plain(v) for k, v in value.items())
+        for key, item in value.items():
+            if type(key) is not str:
+                return False
+            if type(item) not in _JSON_SCALARS and not _json_plain(item):
+                return False
+        return True
     if kind is list or kind is tuple:
-        return all(_json_plain(v) for v in value)
+        for item in value:
+            if type(item) not in _JSON_SCALARS and not _json_plain(item):
+                return False
+        return True
     return kind in _JSON_SCALARS
 
 
@@ -179,27 +190,11 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
     """Give ``event`` its place in the chain: sequence number, link and hash.
 
     ``data`` is serialized once: its canonical text (of its stored, JSON-native form) is both
-    what is stored and what is spliced into the hashed object, whose keys sort as ``actor``,
-    ``agent``, ``at``, ``data``, then the rest.
+    what is stored and what is spliced into the hashed object (:func:`_hashed_body`).
     """
     at = iso_utc(event.at)
     data = _canonical_data(event.data)
-    head = _CANONICAL.encode({"actor": event.actor, "agent": event.agent, "at": at})
-    tail = _CANONICAL.encode(
-        {
-            "event": event.event,
-            "policy_hash": event.policy_hash,
-            "prev_hash": prev_hash,
-            "principal": event.principal,
-            "request_id": event.request_id,
-            "rule": event.rule,
-            "seq": seq,
-            "thread": event.thread,
-            "tool": event.tool,
-            "tool_call_id": event.tool_call_id,
-        }
-    )
-    body = f'{head[:-1]},"data":{data},{tail[1:]}'
+    body = _hashed_body(event, seq, prev_hash, at, data)
     digest = hashlib.sha256(body.encode("ascii")).hexdigest()
     return SealedRow(
         seq,
@@ -218,6 +213,69 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
         prev_hash,
         digest,
     )
+
+
+# json's own C string encoder (what the canonical encoder calls for every str with
+# ensure_ascii=True), so a field's text is exactly the canonical encoder's
+_ascii_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+
+def _hashed_body(event: AuditEvent, seq: int, prev_hash: str, at: str, data: str) -> str:
+    """The canonical JSON text of the hashed object (every field but ``hash``), keys sorted:
+    ``actor, agent, at, data, event, policy_hash, prev_hash, principal, request_id, rule, seq,
+    thread, tool, tool_call_id``.
+
+    Written out field by field (each string through json's own encoder, ``None`` as
+    ``null``) instead of building and encoding a dict per event; a column holding anything
+    but ``str``/``None`` (or a ``seq`` that is not an ``int``) takes the general encoder, so
+    the text is the same.
+    """
+    encode = _ascii_string
+    texts = [
+        encode(value) if type(value) is str else ("null" if value is None else None)
+        for value in (
+            event.actor,
+            event.agent,
+            event.event,
+            event.policy_hash,
+            prev_hash,
+            event.principal,
+            event.request_id,
+            event.rule,
+            event.thread,
+            event.tool,
+            event.tool_call_id,
+        )
+    ]
+    if type(seq) is not int or None in texts:
+        return _general_body(event, seq, prev_hash, at, data)
+    actor, agent, name, policy_hash, prev, principal, request_id, rule, thread, tool, call = texts
+    return (
+        f'{{"actor":{actor},"agent":{agent},"at":{_ascii_string(at)},"data":{data},'
+        f'"event":{name},"policy_hash":{policy_hash},"prev_hash":{prev},'
+        f'"principal":{principal},"request_id":{request_id},"rule":{rule},"seq":{seq},'
+        f'"thread":{thread},"tool":{tool},"tool_call_id":{call}}}'
+    )
+
+
+def _general_body(event: AuditEvent, seq: int, prev_hash: str, at: str, data: str) -> str:
+    """:func:`_hashed_body` through the canonical encoder (any column type)."""
+    head = _CANONICAL.encode({"actor": event.actor, "agent": event.agent, "at": at})
+    tail = _CANONICAL.encode(
+        {
+            "event": event.event,
+            "policy_hash": event.policy_hash,
+            "prev_hash": prev_hash,
+            "principal": event.principal,
+            "request_id": event.request_id,
+            "rule": event.rule,
+            "seq": seq,
+            "thread": event.thread,
+            "tool": event.tool,
+            "tool_call_id": event.tool_call_id,
+        }
+    )
+    return f'{head[:-1]},"data":{data},{tail[1:]}'
 
 
 def seal_rows(events: Iterable[AuditEvent], last_seq: int, last_hash: str) -> list[SealedRow]:

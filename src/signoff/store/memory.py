@@ -413,14 +413,17 @@ class MemoryStore(MemoryOutbox):
             self._append_locked(events)
 
 
-# Review configs are set when a request is created and replaced whole (an edit that reroutes
-# a call puts a new config in its place): nothing changes one in place, so a change's working
-# copy shares them with the snapshot it replaces (its list is its own).
-_SHARED_IN_WORKING_COPY = frozenset({"review_configs"})
+# Review configs, action requests and decisions are set when created and replaced whole (an
+# edit that reroutes a call puts a new config and action request in their place; sealing a
+# finished call's secrets replaces its action request and decisions), and the principal is
+# never changed: a change's working copy shares them with the snapshot it replaces (the
+# lists are its own). The state machine keeps to this (model/resolution.py's docstring);
+# tests/gate/snapshots.py fails a test whose change alters the snapshot it replaced.
+_SHARED_IN_WORKING_COPY = frozenset({"review_configs", "action_requests", "decisions", "principal"})
 
 
 def _working_copy(snapshot: ApprovalRequest) -> ApprovalRequest:
-    """The copy a change works on: everything copied but the review configs' items."""
+    """The copy a change works on: its own calls, lists and dicts; the items above shared."""
     return clone(snapshot, _SHARED_IN_WORKING_COPY)
 
 

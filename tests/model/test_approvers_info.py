@@ -1,0 +1,30 @@
+"""``approvers_info``: one ``ApproversInfo`` per distinct ``Approvers`` (built once per rule,
+shared by the requests asking those approvers), copied by ``copy_for_update``."""
+
+from __future__ import annotations
+
+from signoff.model.requests import ApproversInfo, ReviewConfig, approvers_info
+from signoff.model.verdicts import Approvers, ReviewSpec
+
+
+def test_the_same_approvers_give_one_shared_info_equal_to_a_fresh_one() -> None:
+    approvers = Approvers(roles=("dba",), quorum=2)
+    assert approvers_info(approvers) is approvers_info(Approvers(roles=("dba",), quorum=2))
+    assert approvers_info(approvers) == ApproversInfo.of(approvers)
+    assert approvers_info(Approvers(roles=("ops",))) != approvers_info(approvers)
+
+
+def test_review_configs_of_two_calls_share_it_and_a_copy_does_not() -> None:
+    spec = ReviewSpec(approvers=Approvers(roles=("dba",)), escalate_to=Approvers(users=("cto",)))
+    first = ReviewConfig.of("c1", "delete_record", spec)
+    second = ReviewConfig.of("c2", "delete_record", spec)
+    assert first.approvers is second.approvers
+    assert first.escalate_to is second.escalate_to
+    copied = first.model_copy(deep=True)
+    assert copied.approvers == first.approvers and copied.approvers is not first.approvers
+
+
+def test_approvers_holding_an_unhashable_value_get_their_own_info() -> None:
+    odd = Approvers(roles=["dba"])  # type: ignore[arg-type]  # a list: not hashable
+    info = approvers_info(odd)
+    assert info.roles == ["dba"] and info is not approvers_info(odd)
