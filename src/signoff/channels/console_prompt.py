@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import queue
@@ -30,7 +29,7 @@ from signoff.channels import menu, message
 from signoff.channels.host import GateHandle
 from signoff.channels.redact import Redactor
 from signoff.model import ApprovalRequest, SignoffError
-from signoff.model.text import inert
+from signoff.model.text import editable_json, inert
 
 log = logging.getLogger("signoff.channels.console")
 
@@ -204,7 +203,7 @@ class TerminalPrompt:
     def _edited_args(self, req: ApprovalRequest, call_id: str) -> dict[str, Any]:
         args = dict(req.call(call_id).action.args)
         for name in menu.editable_names(req, call_id):
-            shown = inert(json.dumps(args.get(name), ensure_ascii=False))
+            shown = editable_json(args.get(name))
             self.terminal.write(f"{PREFIX}   {inert(name)} [{shown}]: ")
             typed = self._line()
             if typed.strip():
