@@ -11,6 +11,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,3 +123,123 @@ def test_prompt_tty_asks_on_dev_tty_with_stdio_elsewhere(tmp_path: Path, tmux: T
     tmux.keys("y", "Enter")
     tmux.until(lambda s: "agent-exited" in s, "the agent finishing")
     assert result.read_text() == "deployed prod"
+
+
+#: An MCP client that starts the proxy in its own session, keeping the terminal as the
+#: proxy's controlling terminal (as Node's ``child_process.spawn`` does): raw JSON-RPC lines.
+SAME_SESSION_CLIENT = """
+import json, os, subprocess, sys
+
+config, upstream, out = sys.argv[1:4]
+proxy = subprocess.Popen(
+    [sys.executable, "-m", "signoff", "mcp-proxy", "-c", config, "--principal", "erin",
+     "--prompt-tty", "--no-elicitation", "--", sys.executable, upstream],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+)
+hello = {"protocolVersion": "2025-11-25", "capabilities": {},
+         "clientInfo": {"name": "raw-client", "version": "0"}}
+call = {"name": "delete_file", "arguments": {"path": "b.txt"}}
+for message in (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+):
+    proxy.stdin.write(json.dumps(message) + "\\n")
+    proxy.stdin.flush()
+lines = []
+for line in proxy.stdout:  # the MCP stream: every line must be JSON-RPC
+    lines.append(json.loads(line))
+    if lines[-1].get("id") == 2:
+        break
+proxy.stdin.close()
+proxy.wait()
+with open(out, "w") as done:
+    done.write(lines[-1]["result"]["content"][0]["text"])
+"""
+
+#: The same call from the Python MCP SDK's client, which starts the proxy in a new session.
+SDK_CLIENT = """
+import os, sys
+import anyio
+from mcp import Client, StdioServerParameters
+
+config, upstream, out = sys.argv[1:4]
+signoff = ["-m", "signoff", "mcp-proxy", "-c", config, "--principal", "erin", "--prompt-tty",
+           "--no-elicitation", "--", sys.executable, upstream]
+
+
+async def main() -> None:
+    params = StdioServerParameters(command=sys.executable, args=signoff, env=dict(os.environ))
+    async with Client(params) as client:
+        result = await client.call_tool("delete_file", {"path": "b.txt"})
+    with open(out, "w") as done:
+        done.write(" ".join(c.text for c in result.content if hasattr(c, "text")))
+
+
+anyio.run(main)
+"""
+
+PROXY_POLICY = """
+version: 1
+store: sqlite:///signoff.db
+people:
+  erin: {roles: []}
+tools:
+  delete_file:
+    default: require_approval
+    approvers: {users: [erin]}
+    forbid_self_approval: false
+"""
+
+
+def start_client(tmp_path: Path, tmux: Tmux, client: str) -> tuple[Path, Path]:
+    """``client`` started from a shell in the terminal, as a user starts an MCP client; the
+    shell waits for "done". Returns the config and the file the client writes its result to."""
+    root = Path(__file__).resolve().parents[2]
+    config, script, result = tmp_path / "signoff.yaml", tmp_path / "client.py", tmp_path / "out"
+    config.write_text(PROXY_POLICY)
+    script.write_text(client)
+    upstream = root / "tests" / "integrations" / "mcp" / "upstream.py"
+    path = os.pathsep.join([str(root), str(root / "src"), os.environ.get("PYTHONPATH", "")])
+    command = f"'{sys.executable}' '{script}' '{config}' '{upstream}' '{result}'"
+    tmux.start(["sh", "-c", f"PYTHONPATH='{path}' {command}; echo client-exited; read done"])
+    return config, result
+
+
+def decided(config: Path) -> Any:
+    with Gate.from_config(config) as gate:
+        [request] = gate.run_sync(gate.alist())
+    return request
+
+
+def test_mcp_proxy_prompt_tty_asks_on_the_terminal_not_on_the_mcp_stream(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    """The real command: the prompt appears on the terminal (``/dev/tty``), the answer typed
+    there runs the upstream call, and the MCP stream carries only JSON-RPC."""
+    config, result = start_client(tmp_path, tmux, SAME_SESSION_CLIENT)
+    screen = tmux.until(lambda s: "your answer:" in s, "the prompt on /dev/tty")
+    assert 'delete_file(path="b.txt")' in screen and "[y/1] approve" in screen
+    tmux.keys("y", "Enter")
+    tmux.until(lambda s: "client-exited" in s, "the client finishing")
+    assert result.read_text() == "deleted b.txt"
+    request = decided(config)
+    assert request.decisions[0].approver == "erin" and request.decisions[0].channel == "console"
+
+
+def test_mcp_proxy_prompt_tty_without_a_controlling_terminal_says_so_once(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    """The Python SDK's client starts the proxy in a new session: no /dev/tty. The prompt
+    turns itself off with one line naming why; the call waits for the other channels."""
+    config, result = start_client(tmp_path, tmux, SDK_CLIENT)
+    screen = tmux.until(lambda s: "signoff approve req_" in s, "the request's console line")
+    assert screen.count("interactive prompt is off") == 1
+    assert "no controlling terminal to ask on (/dev/tty:" in screen.replace("\n", "")
+    assert "your answer:" not in screen
+    request_id = screen.split("signoff approve ", 1)[1].split()[0]
+    approve = [sys.executable, "-m", "signoff", "approve", request_id, "--as", "erin"]
+    subprocess.run([*approve, "-c", str(config)], check=True, capture_output=True)
+    tmux.until(lambda s: "client-exited" in s, "the client finishing")
+    assert result.read_text() == "deleted b.txt"
+    assert decided(config).decisions[0].channel == "cli"

@@ -266,7 +266,9 @@ class TerminalPrompt:
         return line.decode("utf-8", "replace").rstrip("\r")
 
 
-Opener = Callable[[], Terminal | None]
+#: Finds the terminal to ask on: a :class:`Terminal`, or why there is none (None: "not a
+#: terminal").
+Opener = Callable[[], Terminal | str | None]
 
 
 def stdio_terminal() -> Terminal | None:
@@ -275,13 +277,18 @@ def stdio_terminal() -> Terminal | None:
     return terminal if terminal.is_tty() else None
 
 
-def dev_tty() -> Terminal | None:
-    """``/dev/tty`` (``signoff mcp-proxy --prompt-tty``): never the MCP stdio stream."""
+def dev_tty() -> Terminal | str:
+    """``/dev/tty`` (``signoff mcp-proxy --prompt-tty``): never the MCP stdio stream. A
+    process without a controlling terminal has none — an MCP client that starts its servers
+    in a new session (the Python SDK's stdio client does) leaves them without one."""
     try:
         terminal = Terminal.open("/dev/tty")
-    except OSError:
-        return None
+    except OSError as exc:
+        return (
+            f"no controlling terminal to ask on (/dev/tty: {exc.strerror}; the MCP client "
+            "may have started this process in a new session)"
+        )
     if not terminal.is_tty():
         terminal.close()
-        return None
+        return "/dev/tty is not a terminal"
     return terminal
