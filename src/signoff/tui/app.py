@@ -321,7 +321,11 @@ class WatchApp(App[None]):
             return
         if req.pending:
             self.show(req)
-            self.note(f"{req.id}: recorded; waiting for more approvers ({menu.progress(req)})")
+            moved = req.reroute_notices()  # an edit that landed on a stricter rule
+            if moved:
+                self.note(f"{req.id}: " + " ".join(moved))
+            else:
+                self.note(f"{req.id}: recorded; waiting for more approvers ({menu.progress(req)})")
         else:
             self.requests.setdefault(req.id, req)
             self.show(req)
