@@ -4,10 +4,13 @@ wait) and on what the pane shows, never on time."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -243,3 +246,57 @@ def test_mcp_proxy_prompt_tty_without_a_controlling_terminal_says_so_once(
     tmux.until(lambda s: "client-exited" in s, "the client finishing")
     assert result.read_text() == "deleted b.txt"
     assert decided(config).decisions[0].channel == "cli"
+
+
+@pytest.fixture
+def served(config: Path) -> Iterator[str]:
+    """A real ``signoff serve`` on loopback over the config's SQLite file; yields its URL
+    once uvicorn says it is running (read from its output, line by line)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serve = [sys.executable, "-m", "signoff", "serve", "--config", str(config), "--port"]
+    proc = subprocess.Popen(
+        [*serve, str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        said = []
+        for line in proc.stdout:  # ends if the server exits
+            said.append(line)
+            if "Uvicorn running on" in line:
+                break
+        else:
+            raise AssertionError("signoff serve did not start:\n" + "".join(said))
+        # keep reading its log, so a full pipe never blocks the server
+        threading.Thread(target=proc.stdout.read, daemon=True).start()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def test_watch_server_in_a_real_terminal(
+    config: Path, agent: Gate, served: str, tmux: Tmux
+) -> None:
+    """``signoff watch --server`` against a real ``signoff serve``, the approver token from
+    ``SIGNOFF_APPROVER_TOKEN``: the request arrives over ``/v1/events`` and ``y`` decides as
+    the token's person."""
+    create = ["token", "create", "--approver", "bob", "--json", "--config", str(config)]
+    token = subprocess.run(
+        [sys.executable, "-m", "signoff", *create], capture_output=True, text=True, check=True
+    )
+    secret = json.loads(token.stdout)["token"]
+    signoff = [sys.executable, "-m", "signoff", "watch", "--server", served]
+    tmux.start(["env", f"SIGNOFF_APPROVER_TOKEN={secret}", *signoff])
+    tmux.until(lambda s: "0 pending" in s, "the empty inbox")
+    req = ask(agent)  # after the inbox is up: it can only arrive through the event stream
+    screen = tmux.until(lambda s: "transfer_funds" in s and "needs you" in s, "the request")
+    assert "billing-bot → erin" in screen and served in screen
+    tmux.keys("y")
+    decided = agent.run_sync(agent.store.wait(req.id))
+    assert decided.calls[0].resolution == "approved"
+    assert decided.decisions[0].approver == "bob"
+    tmux.until(lambda s: "Approved by bob" in s, "the note")
+    tmux.keys("q")
+    tmux.until(lambda s: "signoff watch" not in s, "the app quitting")
