@@ -30,6 +30,10 @@ tools:
     default: require_approval
     approvers: {users: [erin]}
     forbid_self_approval: false
+  rotate_keys:
+    default: require_approval
+    approvers: {roles: [finance]}
+    allow_thread_approval: false
 """
 
 
@@ -56,6 +60,10 @@ def test_offered_follows_the_review_config() -> None:
     ]  # fmt: skip
     many = request("pay_many", {"n": 2})
     assert "grant" not in [i.action for i in menu.offered(many, many.calls[0].tool_call_id)]
+    rotate = request("rotate_keys", {})  # allow_thread_approval: false, nothing editable
+    assert [i.action for i in menu.offered(rotate, rotate.calls[0].tool_call_id)] == [
+        "approve", "reject", "open",
+    ]  # fmt: skip
 
 
 def test_edit_refuses_a_change_to_a_fixed_argument_naming_it() -> None:

@@ -15,7 +15,7 @@ from signoff import CallContext, Gate, Policy, Principal, ToolCall
 from signoff.cli.deciding import CliGate
 from signoff.model import ApprovalRequest
 from signoff.tui.dialogs import DetailScreen, EditScreen
-from tests.tui.conftest import until
+from tests.tui.conftest import ask, until
 from tests.tui.test_watch_local import make_app, row_text, stored
 
 REROUTE = """
@@ -136,3 +136,18 @@ async def test_the_deadline_counts_down_and_q_quits(agent2: Gate, approver2: Cli
         await pilot.press("q")
         await until(pilot, lambda: not app.is_running, "the app quits")
     assert stored(agent2, req.id).pending  # quitting decides nothing
+
+
+async def test_a_key_the_rule_does_not_offer_is_refused_inline(
+    agent: Gate, local_gate: CliGate
+) -> None:
+    req = ask(agent, "deploy", {"env": "prod"})  # approve, reject, respond; nothing editable
+    app = make_app(local_gate, me="dave")
+    async with app.run_test(size=(200, 40)) as pilot:
+        await until(pilot, lambda: app.table.row_count == 1, "listed")
+        await pilot.press("e")
+        await until(
+            pilot, lambda: "deploy: the policy does not offer edit here" in app.notes[-1], ""
+        )
+        assert not isinstance(app.screen, EditScreen)
+    assert stored(agent, req.id).pending
