@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -55,10 +56,19 @@ class Tmux:
         )
         return done.stdout if done.returncode == 0 else ""
 
-    def until(self, shown: Callable[[str], bool], what: str) -> str:
+    def history(self) -> str:
+        """Everything the pane printed, wrapped lines joined ("" once the session ended)."""
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, "capture-pane", "-p", "-J", "-S", "-", "-t", "watch"],
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout if done.returncode == 0 else ""
+
+    def until(self, shown: Callable[[str], bool], what: str, *, everything: bool = False) -> str:
         screen = ""
         for _ in range(LOOKS):
-            screen = self.screen()
+            screen = self.history() if everything else self.screen()
             if shown(screen):
                 return screen
             subprocess.run(["tmux", "-L", self.socket, "wait-for", "-S", "x"], check=False)
@@ -300,3 +310,43 @@ def test_watch_server_in_a_real_terminal(
     tmux.until(lambda s: "Approved by bob" in s, "the note")
     tmux.keys("q")
     tmux.until(lambda s: "signoff watch" not in s, "the app quitting")
+
+
+#: ``signoff demo --terminal``'s requests in order, and what the person at the keyboard types
+#: at each: every key of the shared menu (edit, reject with a reason, approve, grant).
+DEMO_ANSWERS = [
+    ("e", "amount (50):", "25"),  # sell 50 GOOG: edited to 25
+    ("2", "reason (the agent will see it):", "hedged"),  # sell AMZN: rejected
+    ("1", None, None),  # delete orders #42
+    ("y", None, None),  # transfer 50,000: bob, the first of two
+    ("y", None, None),  # and carol
+    ("n", "reason (the agent will see it):", "never"),  # curl | sh
+    ("3", "? [y/n]:", "y"),  # rm -rf build: approve and grant for the thread, confirmed
+]
+
+
+def prompts(shown: str) -> int:
+    """How many times the demo has asked "decide as NAME: …"."""
+    return len(re.findall(r"decide as \w+: ", shown))
+
+
+def test_demo_terminal_mode_is_the_shared_menu(tmp_path: Path, tmux: Tmux) -> None:
+    """``signoff demo --terminal`` typed through in a real terminal with the menu's keys."""
+    demo = f"'{sys.executable}' -m signoff demo --terminal --dir '{tmp_path / 'demo'}'"
+    tmux.start(["sh", "-c", f"{demo}; echo demo-exited; read done"])
+    for turn, (key, follow_up, answer) in enumerate(DEMO_ANSWERS, start=1):
+        tmux.until(lambda s, n=turn: prompts(s) >= n, f"prompt {turn}", everything=True)
+        tmux.keys(key, "Enter")
+        if follow_up is not None and answer is not None:
+            tmux.until(lambda s, f=follow_up: s.rstrip().endswith(f), follow_up, everything=True)
+            tmux.keys(answer, "Enter")
+    shown = tmux.until(lambda s: "demo-exited" in s, "the demo finishing", everything=True)
+    for outcome in (
+        'sell_stock({"symbol": "GOOG", "amount": 50}) → ran sell_stock with {"symbol": "GOOG", '
+        '"amount": 25}',
+        "User rejected the tool call for `sell_stock` with reason: hedged",
+        "User rejected the tool call for `execute` with reason: never",
+        'execute({"command": "rm -rf dist"}) → ran execute',  # granted: nobody asked
+    ):
+        assert outcome in shown
+    assert prompts(shown) == len(DEMO_ANSWERS)
