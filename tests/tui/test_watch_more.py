@@ -14,7 +14,7 @@ from textual.widgets import Input, Static
 from signoff import CallContext, Gate, Policy, Principal, ToolCall
 from signoff.cli.deciding import CliGate
 from signoff.model import ApprovalRequest
-from signoff.tui.dialogs import DetailScreen, EditScreen
+from signoff.tui.dialogs import ConfirmScreen, DetailScreen, EditScreen
 from tests.tui.conftest import ask, until
 from tests.tui.test_watch_local import make_app, row_text, stored
 
@@ -151,3 +151,17 @@ async def test_a_key_the_rule_does_not_offer_is_refused_inline(
         )
         assert not isinstance(app.screen, EditScreen)
     assert stored(agent, req.id).pending
+
+
+async def test_only_y_confirms_a_grant(agent: Gate, local_gate: CliGate) -> None:
+    req = ask(agent)
+    app = make_app(local_gate)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await until(pilot, lambda: app.table.row_count == 1, "listed")
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "asked to confirm")
+        await pilot.press("enter", "space", "1")  # none of them confirms
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "cancelled")
+    assert stored(agent, req.id).pending and agent.list_grants() == []

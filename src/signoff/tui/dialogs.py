@@ -98,10 +98,11 @@ class AskScreen(ModalScreen[str | None]):
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    """States exactly what a choice does, and asks y / n."""
+    """States exactly what a choice does, and asks y / n. Only ``y`` confirms: a reflexive
+    ``enter`` (the key that opens a request) never widens an approval."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y,enter", "dismiss(True)", "confirm"),
+        Binding("y", "dismiss(True)", "confirm"),
         Binding("n,escape", "dismiss(False)", "cancel"),
     ]
 
