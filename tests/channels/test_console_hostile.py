@@ -146,3 +146,14 @@ def test_a_very_long_argument_is_cut(gate: Gate, term: Recording) -> None:
     term.expect("reason (the agent sees it): ")
     term.type("too long")
     assert "too long" in join()
+
+
+def test_secret_arguments_are_masked_at_the_prompt(gate: Gate, term: Recording) -> None:
+    join = hostile_call(gate, env="prod", api_key="sk-live-123")
+    shown = term.expect("your answer: ")
+    assert 'deploy(env="prod", api_key=••••••)' in shown
+    term.type("o")
+    term.expect("your answer: ")
+    term.type("y")
+    assert "sk-live-123" in join()  # the tool still gets the real value
+    assert "sk-live-123" not in term.everything
