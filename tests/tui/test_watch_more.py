@@ -165,3 +165,16 @@ async def test_only_y_confirms_a_grant(agent: Gate, local_gate: CliGate) -> None
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "cancelled")
     assert stored(agent, req.id).pending and agent.list_grants() == []
+
+
+async def test_a_request_i_decide_leaves_with_one_note(agent: Gate, local_gate: CliGate) -> None:
+    """The decision's own answer and the change stream both report it: one note."""
+    req = ask(agent)
+    app = make_app(local_gate)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await until(pilot, lambda: app.table.row_count == 1, "listed")
+        await pilot.press("y")
+        await until(pilot, lambda: app.table.row_count == 0, "it leaves")
+        ask(agent, "deploy", {"env": "prod"})  # heard after the decision's own change
+        await until(pilot, lambda: app.table.row_count == 1, "the stream got that far")
+        assert sum(f"{req.id} transfer_funds: ✅ Approved by bob" == n for n in app.notes) == 1

@@ -327,7 +327,6 @@ class WatchApp(App[None]):
             else:
                 self.note(f"{req.id}: recorded; waiting for more approvers ({menu.progress(req)})")
         else:
-            self.requests.setdefault(req.id, req)
-            self.show(req)
+            self.show(req)  # leaves with its note, unless the change stream was first
         for text in self.source.granted:
             self.note(f"granted: {text}")
