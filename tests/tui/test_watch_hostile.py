@@ -14,7 +14,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import Input, Static
 
-from signoff import CallContext, Gate, Principal, ToolCall
+from signoff import CallContext, Gate, Policy, Principal, ToolCall
 from signoff.cli.deciding import CliGate
 from signoff.model import ApprovalRequest
 from signoff.tui import rows
@@ -202,3 +202,39 @@ async def test_the_editor_gets_hidden_characters_as_json_escapes(
     assert '"amount": "50\\u202e000\\u200b"' in written
     assert json.loads(written) == hidden_amount.action_requests[0].args
     assert stored(agent, hidden_amount.id).pending
+
+
+UNKNOWN_TOOLS = """
+version: 1
+store: sqlite:///signoff.db
+people:
+  bob: {roles: [finance]}
+defaults:
+  unknown_tool:
+    decision: require_approval
+    approvers: {roles: [finance]}
+    allowed_decisions: [approve, edit, reject]
+    editable_args: "*"
+"""
+
+
+async def test_a_hostile_tool_name_and_argument_names_are_literal_in_the_edit_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent may name an unknown tool and its arguments as it likes (``defaults.unknown_tool``
+    asks a human); the form's title and field labels show them literally."""
+    config = tmp_path / "signoff.yaml"
+    config.write_text(UNKNOWN_TOOLS)
+    monkeypatch.chdir(tmp_path)
+    with Gate.from_config(config) as agent, CliGate(Policy.load(config)) as approver:
+        submit(agent, "x" + HOSTILE, {HOSTILE: "v"})
+        app = make_app(approver)
+        async with app.run_test(size=(200, 40)) as pilot:
+            await until(pilot, lambda: app.table.row_count == 1, "listed")
+            await pilot.press("e")
+            await until(pilot, lambda: isinstance(app.screen, EditScreen), "the form opens")
+            shown = statics(app)
+            literal(shown)
+            assert f"edit x{SHOWN}" in shown and f"\n{SHOWN}\n" in f"\n{shown}\n"
+            await pilot.press("escape")
+            assert app.is_running

@@ -135,7 +135,7 @@ class EditScreen(ModalScreen[dict[str, Any] | None]):
     def compose(self) -> ComposeResult:
         args = self.req.call(self.call_id).action.args
         with Vertical(classes="dialog"):
-            yield _plain(f"edit {self.req.call(self.call_id).action.name}", "bold")
+            yield _plain(f"edit {inert(self.req.call(self.call_id).action.name)}", "bold")
             for i, name in enumerate(self.names):
                 yield _plain(inert(name))
                 yield Input(value=editable_json(args.get(name)), id=f"arg-{i}")
