@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -29,6 +30,10 @@ tools:
     default: require_approval
     approvers: {users: [erin]}
     forbid_self_approval: false
+  rotate_keys:
+    default: require_approval
+    approvers: {roles: [finance]}
+    allow_thread_approval: false
 """
 
 
@@ -55,6 +60,10 @@ def test_offered_follows_the_review_config() -> None:
     ]  # fmt: skip
     many = request("pay_many", {"n": 2})
     assert "grant" not in [i.action for i in menu.offered(many, many.calls[0].tool_call_id)]
+    rotate = request("rotate_keys", {})  # allow_thread_approval: false, nothing editable
+    assert [i.action for i in menu.offered(rotate, rotate.calls[0].tool_call_id)] == [
+        "approve", "reject", "open",
+    ]  # fmt: skip
 
 
 def test_edit_refuses_a_change_to_a_fixed_argument_naming_it() -> None:
@@ -92,3 +101,28 @@ def test_who_may_decide() -> None:
     assert menu.needs_person(transfer, "bob", ["finance"]) == [transfer.calls[0].tool_call_id]
     assert menu.needs_person(transfer, "erin", ["dev"]) == []
     assert menu.waiting_for(transfer).startswith("waiting for role finance (0 of 1)… deadline at ")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("50\u202e000", '"50\\u202e000"'),  # bidi override
+        ("a\u200bb\x7f", '"a\\u200bb\\u007f"'),  # zero-width space, DEL
+        ("tag\U000e0041", '"tag\\udb40\\udc41"'),  # a tag character: a surrogate pair
+        ({"k\u2066": ["\x1b[2J"]}, '{"k\\u2066": ["\\u001b[2J"]}'),  # keys, nested, ESC
+        ("café 👍 ❤️‍🔥", '"café 👍 ❤️‍🔥"'),  # readable text and emoji sequences stay
+    ],
+)
+def test_edited_json_shows_hidden_characters_as_escapes(value: object, shown: str) -> None:
+    from signoff.model.text import editable_json
+
+    assert editable_json(value) == shown
+    assert json.loads(shown) == value
+
+
+def test_edited_json_with_indent_keeps_its_line_breaks() -> None:
+    from signoff.model.text import editable_json
+
+    text = editable_json({"a": "x\u202e", "b": [1]}, indent=2)
+    assert text == '{\n  "a": "x\\u202e",\n  "b": [\n    1\n  ]\n}'
+    assert json.loads(text) == {"a": "x\u202e", "b": [1]}

@@ -57,3 +57,19 @@ def test_the_core_and_the_cli_never_import_textual() -> None:
         "assert 'textual' not in sys.modules and 'signoff.tui' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_the_tui_extra_it_says_which_to_install(config: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['textual'] = None  # as if signoff[tui] were not installed\n"
+        "from signoff.cli import app\n"
+        "app(['watch', '--config', sys.argv[1], '--as', 'bob'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(config)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert "signoff watch needs the signoff[tui] extra (textual is missing)" in done.stderr

@@ -3,15 +3,18 @@ through ``/v1/events``."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterator
 
 import pytest
 
+from signoff import Policy
 from signoff.cli.watch_commands import detail_view
 from signoff.client.http import ApiClient
 from signoff.store import SQLiteStore
 from signoff.tui import ServerSource, WatchApp
 from signoff.tui.dialogs import ConfirmScreen
+from tests.server.conftest import POLICY as SERVER_POLICY
 from tests.server.conftest import Server, start_server
 from tests.tui.conftest import until
 
@@ -85,3 +88,36 @@ async def test_grant_through_the_server_states_the_scope_first(server: Server) -
         assert " until 20" in app.notes[-1]  # the server's exact expiry
     grants = server.client("alice").get("/v1/grants").json()["grants"]
     assert [g["source_request"] for g in grants] == [request_id]
+
+
+async def test_an_older_server_without_v1_me_shows_who_after_the_first_decision(
+    server: Server,
+) -> None:
+    """Against a server without ``GET /v1/me`` the "you" column reads ``?`` (the server still
+    decides who may), until a decision recorded through the token names its person; their
+    roles then come from ``--config``'s policy."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    def gone(_request: Request) -> JSONResponse:
+        return JSONResponse({"error": "not found"}, status_code=404)
+
+    server.app.router.routes.insert(0, Route("/v1/me", gone))  # as before /v1/me existed
+    first = server.pending()
+    second = server.pending(call_id="call_2", thread="t-2")
+    policy = Policy.from_yaml(textwrap.dedent(SERVER_POLICY))  # signoff watch --config
+    source = ServerSource(ApiClient(server.url, server.tokens["bob"]), server.url, policy)
+    app = WatchApp(source, detail_view(policy))
+    async with app.run_test(size=(200, 40)) as pilot:
+        await until(pilot, lambda: app.table.row_count == 2, "listed")
+        assert app.source.me is None
+        assert [app.table.get_row(r)[-1].plain for r in (first, second)] == ["?", "?"]
+        app.table.move_cursor(row=app.table.get_row_index(first))
+        await pilot.press("y")
+        await until(pilot, lambda: app.table.row_count == 1, "the first leaves")
+        assert app.source.me == "bob"  # named by the decision the server recorded
+        await until(pilot, lambda: app.table.get_row(second)[-1].plain == "needs you", "known")
+        server.pending(call_id="call_3", thread="t-3")  # an event after the decision's
+        await until(pilot, lambda: app.table.row_count == 2, "the stream got that far")
+        assert sum("Approved by bob" in n for n in app.notes) == 1  # one note, not two

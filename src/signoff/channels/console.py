@@ -15,7 +15,13 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from signoff.channels import message
-from signoff.channels.console_prompt import Opener, TerminalPrompt, dev_tty, stdio_terminal
+from signoff.channels.console_prompt import (
+    Opener,
+    Terminal,
+    TerminalPrompt,
+    dev_tty,
+    stdio_terminal,
+)
 from signoff.channels.redact import Redactor
 from signoff.model import ApprovalRequest
 
@@ -42,12 +48,12 @@ class ConsoleChannel:
         self.prompt: TerminalPrompt | None = None
         if config is not None and config.interactive:
             found = terminal()
-            if found is None:
-                logging.getLogger("signoff.channels.console").warning(
-                    "console channel: not a terminal, the interactive prompt is off"
-                )
-            else:
+            if isinstance(found, Terminal):
                 self.prompt = TerminalPrompt(found)
+            else:
+                logging.getLogger("signoff.channels.console").warning(
+                    "console channel: %s, the interactive prompt is off", found or "not a terminal"
+                )
 
     @property
     def stream(self) -> TextIO:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import queue
@@ -30,7 +29,7 @@ from signoff.channels import menu, message
 from signoff.channels.host import GateHandle
 from signoff.channels.redact import Redactor
 from signoff.model import ApprovalRequest, SignoffError
-from signoff.model.text import inert
+from signoff.model.text import editable_json, inert
 
 log = logging.getLogger("signoff.channels.console")
 
@@ -204,7 +203,7 @@ class TerminalPrompt:
     def _edited_args(self, req: ApprovalRequest, call_id: str) -> dict[str, Any]:
         args = dict(req.call(call_id).action.args)
         for name in menu.editable_names(req, call_id):
-            shown = inert(json.dumps(args.get(name), ensure_ascii=False))
+            shown = editable_json(args.get(name))
             self.terminal.write(f"{PREFIX}   {inert(name)} [{shown}]: ")
             typed = self._line()
             if typed.strip():
@@ -267,7 +266,9 @@ class TerminalPrompt:
         return line.decode("utf-8", "replace").rstrip("\r")
 
 
-Opener = Callable[[], Terminal | None]
+#: Finds the terminal to ask on: a :class:`Terminal`, or why there is none (None: "not a
+#: terminal").
+Opener = Callable[[], Terminal | str | None]
 
 
 def stdio_terminal() -> Terminal | None:
@@ -276,13 +277,18 @@ def stdio_terminal() -> Terminal | None:
     return terminal if terminal.is_tty() else None
 
 
-def dev_tty() -> Terminal | None:
-    """``/dev/tty`` (``signoff mcp-proxy --prompt-tty``): never the MCP stdio stream."""
+def dev_tty() -> Terminal | str:
+    """``/dev/tty`` (``signoff mcp-proxy --prompt-tty``): never the MCP stdio stream. A
+    process without a controlling terminal has none — an MCP client that starts its servers
+    in a new session (the Python SDK's stdio client does) leaves them without one."""
     try:
         terminal = Terminal.open("/dev/tty")
-    except OSError:
-        return None
+    except OSError as exc:
+        return (
+            f"no controlling terminal to ask on (/dev/tty: {exc.strerror}; the MCP client "
+            "may have started this process in a new session)"
+        )
     if not terminal.is_tty():
         terminal.close()
-        return None
+        return "/dev/tty is not a terminal"
     return terminal

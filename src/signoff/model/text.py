@@ -13,6 +13,7 @@ markdown); ``docs/security.md`` lists what each one does.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
@@ -62,6 +63,25 @@ def inert(text: str, *, keep_newlines: bool = False) -> str:
         return text
     pattern = _HIDDEN_KEEPING_NEWLINES if keep_newlines else _HIDDEN
     return pattern.sub(_visible, text)
+
+
+def editable_json(value: Any, *, indent: int | None = None) -> str:
+    """``value`` as JSON an approver edits by hand: non-ASCII text kept readable, but every
+    character :func:`inert` would replace written as a ``\\uXXXX`` escape. The text parses
+    back to exactly ``value``, yet a bidi override or an invisible character cannot reorder
+    or hide what the field or the editor shows."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    if _SUSPECT.search(text) is None:
+        return text
+    return _HIDDEN_KEEPING_NEWLINES.sub(_json_escape, text)  # a raw line feed is layout
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a UTF-16 surrogate pair, as JSON writes characters beyond the BMP
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _visible(match: re.Match[str]) -> str:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from rich.console import RenderableType
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -30,6 +30,8 @@ from signoff.tui.dialogs import AskScreen, ConfirmScreen, DetailScreen, EditScre
 from signoff.tui.sources import Source
 
 Detail = Callable[[ApprovalRequest], RenderableType]
+#: Room kept for the table's vertical scrollbar.
+SCROLLBAR = 2
 
 CSS = """
 .dialog { width: 90%; height: auto; max-height: 90%; border: round $accent;
@@ -111,6 +113,10 @@ class InboxScreen(Screen[None]):
     def on_data_table_row_selected(self, _event: DataTable.RowSelected) -> None:
         self.watch_app.act("open")
 
+    def on_resize(self, _event: events.Resize) -> None:
+        if self.watch_app.requests:
+            self.watch_app.redraw()  # the description takes the room there is
+
 
 class WatchApp(App[None]):
     """The inbox over one :class:`~signoff.tui.sources.Source`."""
@@ -174,11 +180,12 @@ class WatchApp(App[None]):
         table = self.table
         selected = self.selected_id
         table.clear()
-        for req in self.requests.values():
-            if not self._matches(req):
-                continue
-            cells = rows.row(req, self.source.needs_me(req))
-            table.add_row(*(cells[key] for _label, key in rows.COLUMNS), key=req.id)
+        shown = [req for req in self.requests.values() if self._matches(req)]
+        cells = [rows.row(req, self.source.needs_me(req)) for req in shown]
+        room = (table.size.width or self.size.width) - SCROLLBAR
+        rows.fit(cells, room, table.cell_padding)
+        for req, row in zip(shown, cells, strict=True):
+            table.add_row(*(row[key] for _label, key in rows.COLUMNS), key=req.id)
         if selected is not None and selected in self.requests:
             with contextlib.suppress(Exception):  # filtered out
                 table.move_cursor(row=table.get_row_index(selected))
@@ -314,9 +321,12 @@ class WatchApp(App[None]):
             return
         if req.pending:
             self.show(req)
-            self.note(f"{req.id}: recorded; waiting for more approvers ({menu.progress(req)})")
+            moved = req.reroute_notices()  # an edit that landed on a stricter rule
+            if moved:
+                self.note(f"{req.id}: " + " ".join(moved))
+            else:
+                self.note(f"{req.id}: recorded; waiting for more approvers ({menu.progress(req)})")
         else:
-            self.requests.setdefault(req.id, req)
-            self.show(req)
+            self.show(req)  # leaves with its note, unless the change stream was first
         for text in self.source.granted:
             self.note(f"granted: {text}")

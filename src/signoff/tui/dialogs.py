@@ -6,7 +6,6 @@ Agent text reaches them only as :class:`~rich.text.Text` (literal) or through
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -25,7 +24,7 @@ from textual.widgets import Input, Static
 
 from signoff.channels import menu
 from signoff.model import ApprovalRequest, SignoffError
-from signoff.model.text import inert
+from signoff.model.text import editable_json, inert
 
 
 def _plain(text: str, style: str = "") -> Static:
@@ -99,10 +98,11 @@ class AskScreen(ModalScreen[str | None]):
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    """States exactly what a choice does, and asks y / n."""
+    """States exactly what a choice does, and asks y / n. Only ``y`` confirms: a reflexive
+    ``enter`` (the key that opens a request) never widens an approval."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y,enter", "dismiss(True)", "confirm"),
+        Binding("y", "dismiss(True)", "confirm"),
         Binding("n,escape", "dismiss(False)", "cancel"),
     ]
 
@@ -135,11 +135,10 @@ class EditScreen(ModalScreen[dict[str, Any] | None]):
     def compose(self) -> ComposeResult:
         args = self.req.call(self.call_id).action.args
         with Vertical(classes="dialog"):
-            yield _plain(f"edit {self.req.call(self.call_id).action.name}", "bold")
+            yield _plain(f"edit {inert(self.req.call(self.call_id).action.name)}", "bold")
             for i, name in enumerate(self.names):
                 yield _plain(inert(name))
-                value = json.dumps(args.get(name), ensure_ascii=False)
-                yield Input(value=value, id=f"arg-{i}")
+                yield Input(value=editable_json(args.get(name)), id=f"arg-{i}")
             yield _plain("enter / ctrl+s sends · ctrl+e opens $EDITOR · escape cancels", "dim")
             yield Static(Text(""), classes="error")
 
@@ -157,7 +156,7 @@ class EditScreen(ModalScreen[dict[str, Any] | None]):
         editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
         with tempfile.TemporaryDirectory(prefix="signoff-edit-") as tmp:
             path = Path(tmp) / "args.json"
-            path.write_text(json.dumps(args, indent=2, ensure_ascii=False) + "\n", "utf-8")
+            path.write_text(editable_json(args, indent=2) + "\n", "utf-8")
             try:
                 with self.app.suspend():  # the editor gets the terminal
                     subprocess.run([*editor, str(path)], check=False)
