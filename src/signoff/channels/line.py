@@ -38,6 +38,7 @@ from urllib.parse import parse_qs, urlencode
 
 from signoff.channels import DeliveryError, Inbound, Outgoing, Reply, Target, message
 from signoff.channels._http import request as http_request
+from signoff.channels._http import tls
 from signoff.channels.config import LineConfig, missing_secrets
 from signoff.channels.inbound import (
     FRESHNESS_S,
@@ -186,7 +187,7 @@ class LineChannel:
         import httpx
 
         try:
-            async with httpx.AsyncClient(timeout=5.0) as http:
+            async with httpx.AsyncClient(timeout=5.0, verify=tls()) as http:
                 await http_request(
                     http,
                     "POST",

@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from signoff.channels import DeliveryError, Inbound, Outgoing, Reply, Target, message
 from signoff.channels._http import request as http_request
+from signoff.channels._http import tls
 from signoff.channels.config import SlackConfig, missing_secrets
 from signoff.channels.inbound import (
     FRESHNESS_S,
@@ -336,7 +337,7 @@ class SlackChannel:
         import httpx
 
         try:
-            async with httpx.AsyncClient(timeout=2.5) as http:
+            async with httpx.AsyncClient(timeout=2.5, verify=tls()) as http:
                 await self.call(
                     http,
                     "views.open",
@@ -384,7 +385,7 @@ class SlackChannel:
         import httpx
 
         try:
-            async with httpx.AsyncClient(timeout=2.5) as http:
+            async with httpx.AsyncClient(timeout=2.5, verify=tls()) as http:
                 await http_request(
                     http,
                     "POST",
