@@ -170,10 +170,15 @@ def cancel_quarantined(
 
 
 def insert_request(
-    conn: sqlite3.Connection, request: ApprovalRequest, prints: Mapping[str, str]
+    conn: sqlite3.Connection,
+    request: ApprovalRequest,
+    prints: Mapping[str, str],
+    doc: str | None = None,
 ) -> str:
-    """Insert the row and its call keys; the document's JSON text as stored."""
-    doc = request.model_dump_json()
+    """Insert the row and its call keys; the document's JSON text as stored (``doc``: that
+    text, dumped already by the caller)."""
+    if doc is None:
+        doc = request.model_dump_json()
     try:
         conn.execute(
             "INSERT INTO requests (id, kind, thread, status, created_at, due_at, version, doc) "
@@ -202,25 +207,16 @@ def insert_request(
     return doc
 
 
-def update_doc(
-    conn: sqlite3.Connection, request: ApprovalRequest, old_version: int
-) -> tuple[int, str]:
-    """The conditional write: it only lands on the version the mutation was computed from.
-    The rows it changed (0 or 1), and the document's JSON text as stored."""
-    doc = request.model_dump_json()
-    changed = conn.execute(
-        "UPDATE requests SET status = ?, due_at = ?, version = ?, doc = ? "
-        "WHERE id = ? AND version = ?",
-        (
-            request.status,
-            epoch(request.sweep_at),
-            request.version,
-            doc,
-            request.id,
-            old_version,
-        ),
-    ).rowcount
-    return changed, doc
+_UPDATE_DOC = (
+    "UPDATE requests SET status = ?, due_at = ?, version = ?, doc = ? WHERE id = ? AND version = ?"
+)
+
+
+def update_prepared(conn: sqlite3.Connection, params: tuple[Any, ...]) -> int:
+    """The conditional write: it only lands on the version the change was computed from.
+    ``params``: ``(status, due_at, new version, doc, id, old version)``; the rows changed
+    (0 or 1)."""
+    return conn.execute(_UPDATE_DOC, params).rowcount
 
 
 def select_requests(

@@ -62,6 +62,7 @@ from signoff.store._quarantine import (
 from signoff.store._sqlite_cache import Cached, DocCache
 from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_group import SelfAtomic
+from signoff.store._sqlite_prepared import Change, prepare_change, prepare_snapshot
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
 from signoff.store._sqlite_wake import Doorbell
 from signoff.store._sqlite_watcher import DataVersionWatcher
@@ -143,6 +144,7 @@ class SQLiteStore:
         self._closed = False
         self._atexit: Callable[[], None] | None = None
         self._counters = {"cross_process_wakes": 0}
+        self._optimistic = 0  # updates written as prepared on the caller's loop
         self._quarantine_log = QuarantineLog()
         self.triggers_recreated: tuple[str, ...] = ()  # audit triggers the last open restored
 
@@ -280,6 +282,7 @@ class SQLiteStore:
         outbox: Sequence[OutboxItem] = (),
     ) -> tuple[ApprovalRequest, bool]:
         prints = fingerprints(request)
+        text = request.model_dump_json()  # here, not on the writer (see _sqlite_prepared)
 
         def job(conn: sqlite3.Connection) -> tuple[Read, bool]:
             def body() -> tuple[Read, bool]:
@@ -291,7 +294,7 @@ class SQLiteStore:
                         raise StoreError(f"call keys point to a missing request {existing}")
                     return self._settle_in_transaction(conn, *found), False
                 generation = self._cache.generation
-                doc = rows.insert_request(conn, request, prints)
+                doc = rows.insert_request(conn, request, prints, text)
                 rows.insert_audit(conn, events, self.origin)
                 outbox_rows.insert(conn, outbox)
                 self._after_commit(request, events, doc, generation)
@@ -305,56 +308,41 @@ class SQLiteStore:
         return stored, created
 
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
-        """Run ``mutate`` on the writer thread, inside ``BEGIN IMMEDIATE``: keep it pure and quick
-        (every other write in every process waits for it)."""
+        """Run ``mutate`` on the cached document on the caller's loop when there is one (an
+        optimistic write, :mod:`._sqlite_prepared`), else on the writer thread inside ``BEGIN
+        IMMEDIATE``. Keep it pure and quick: it may run twice (once on the cached copy, then
+        on the row when that copy was not current, or refused or changed nothing)."""
 
         def change(
             conn: sqlite3.Connection, current: ApprovalRequest, old_version: int
         ) -> Transition | None:
             """Apply ``mutate`` and write it; None when the row is not at ``old_version``."""
-            generation = self._cache.generation
             transition = mutate(current)
             if not transition.changed:
                 return transition  # (a released quarantine mark is committed)
-            new = transition.request
-            if new.id != request_id:
-                raise StoreError(f"a mutation turned request {request_id} into {new.id}")
-            if new.version <= old_version:
-                new.version = old_version + 1
-            # A SelfAtomic job: everything that can fail comes before the one UPDATE, unless
-            # grants make it several statements (then in a savepoint of its own).
-            sealed = rows.seal_audit(conn, transition.events, self.origin)
-            if transition.grants:
-                self._writer.savepoint()
-            written, doc = rows.update_doc(conn, new, old_version)
-            if written != 1:
-                return None
-            grant_rows.insert(conn, transition.grants)
-            rows.append_sealed(conn, sealed)  # a list append: cannot fail after the UPDATE
-            self._after_commit(new, transition.events, doc, generation)
-            return transition
+            return self._write_change(conn, prepare_change(request_id, transition, old_version))
 
-        # Parsed here, on the caller's loop, so the writer need not: it uses this copy only
-        # if the entry it takes in the transaction is this very one (the same text).
         seen = self._cache.peek(request_id)
-        early = parse_doc(request_id, seen.doc) if seen is not None else None
+        prepared = prepare_snapshot(request_id, seen, mutate) if seen is not None else None
 
         def body(conn: sqlite3.Connection) -> Transition | Unreadable:
             cached = self._cache.take(request_id)  # back after this job's commit, if any
             if cached is not None:
-                current = (
-                    early
-                    if cached is seen and early is not None
-                    else parse_doc(request_id, cached.doc)  # our own text: it parses
-                )
-                if isinstance(current, ApprovalRequest):
-                    done = change(conn, current, cached.version)
+                if prepared is not None and cached is prepared.seen:  # the row it started from
+                    done = self._write_change(conn, prepared.change)
                     if done is not None:
-                        if not done.changed:  # nothing written: the entry still holds
-                            self._cache.put(
-                                request_id, current.status, cached, self._cache.generation
-                            )
+                        self._optimistic += 1
                         return done
+                else:
+                    current = parse_doc(request_id, cached.doc)  # our own text: it parses
+                    if isinstance(current, ApprovalRequest):
+                        done = change(conn, current, cached.version)
+                        if done is not None:
+                            if not done.changed:  # nothing written: the entry still holds
+                                self._cache.put(
+                                    request_id, current.status, cached, self._cache.generation
+                                )
+                            return done
                 log.warning("cached request %s was not current; reading it again", request_id)
             found = rows.read_one(conn, request_id)
             if found is None:
@@ -376,6 +364,24 @@ class SQLiteStore:
         transition: Transition | Unreadable = await self._write(job)
         if isinstance(transition, Unreadable):  # raised once its quarantine mark is committed
             raise self._unreadable(transition, "updating a request")
+        return transition
+
+    def _write_change(self, conn: sqlite3.Connection, prepared: Change) -> Transition | None:
+        """On the writer: chain the audit rows and make the conditional write of a change
+        computed earlier; None when the row is not at the version it started from.
+
+        A :class:`SelfAtomic` job's part: everything that can fail comes before the one
+        UPDATE, unless grants make it several statements (then in a savepoint of its own)."""
+        generation = self._cache.generation
+        transition = prepared.transition
+        sealed = rows.seal_audit(conn, transition.events, self.origin)
+        if transition.grants:
+            self._writer.savepoint()
+        if rows.update_prepared(conn, prepared.params) != 1:
+            return None
+        grant_rows.insert(conn, transition.grants)
+        rows.append_sealed(conn, sealed)  # a list append: cannot fail after the UPDATE
+        self._after_commit(transition.request, transition.events, prepared.doc, generation)
         return transition
 
     def _probe_version(self, *, open_it: bool = False) -> int | None:
@@ -877,6 +883,7 @@ class SQLiteStore:
             "cache_entries": len(self._cache),
             "cache_hits": self._cache.hits,
             "cache_misses": self._cache.misses,
+            "optimistic_writes": self._optimistic,
             "cache_reads_trusted": self._cache.trusted,
         }
 
