@@ -5,7 +5,8 @@ every event loop while every other write of every process waits for its transact
 update used to parse nothing (the document cache), but still ran the gate's ``mutate``,
 dumped the new document to JSON and built its statement's parameters on the writer. Now the
 caller does that against its snapshot of the cache (:func:`prepare_snapshot`) before the job is
-queued, and the writer only chains the audit rows and runs the one conditional ``UPDATE``.
+queued — and the chain-independent text of its audit rows (:mod:`._sqlite_seal`) — and the
+writer only chains the audit rows and runs the one conditional ``UPDATE``.
 
 Why that is exact: the writer uses a prepared change only if the cache entry it *takes*
 inside ``BEGIN IMMEDIATE`` is the very entry the caller parsed (the same object). An entry
@@ -30,6 +31,7 @@ from signoff.model import ApprovalRequest, StoreError, Transition
 from signoff.store._quarantine import parse_doc
 from signoff.store._sqlite_cache import Cached
 from signoff.store._sqlite_rows import epoch
+from signoff.store._sqlite_seal import Unsealed, unsealed_all
 from signoff.store.base import Mutation
 
 
@@ -41,6 +43,7 @@ class Change:
     transition: Transition
     doc: str
     params: tuple[Any, ...]
+    audit: list[Unsealed]  # the transition's events, ready to chain (see _sqlite_seal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +63,7 @@ def prepare_change(request_id: str, transition: Transition, old_version: int) ->
         new.version = old_version + 1
     doc = new.model_dump_json()
     params = (new.status, epoch(new.sweep_at), new.version, doc, new.id, old_version)
-    return Change(transition, doc, params)
+    return Change(transition, doc, params, unsealed_all(transition.events))
 
 
 def prepare_snapshot(request_id: str, seen: Cached, mutate: Mutation) -> Prepared | None:

@@ -22,6 +22,7 @@ from signoff.model import (
 )
 from signoff.store._idempotency import StoredCall
 from signoff.store._quarantine import Read, Unreadable, cancelled_event, split, to_request
+from signoff.store._sqlite_seal import Unsealed, chain
 from signoff.store.audit import GENESIS_HASH, iso_utc, parse_iso, seal_rows
 from signoff.store.base import AuditQuery, QuarantinedRequest
 
@@ -369,6 +370,20 @@ def seal_audit(
     :func:`append_sealed` stores them (nothing may be appended in between)."""
     if not events:
         return []
+    return [(*row, origin) for row in seal_rows(events, *_head(conn))]
+
+
+def seal_unsealed(
+    conn: sqlite3.Connection, items: list[Unsealed], origin: str
+) -> list[tuple[Any, ...]]:
+    """:func:`seal_audit` of events whose chain-independent text the caller prepared."""
+    if not items:
+        return []
+    return chain(items, *_head(conn), origin)
+
+
+def _head(conn: sqlite3.Connection) -> tuple[int, str]:
+    """The chain's last ``(seq, hash)`` as this transaction has it."""
     head = _chain_heads.get(conn)
     known = head.value if head is not None else None
     if known is None:
@@ -376,7 +391,7 @@ def seal_audit(
         known = (int(last[0]), str(last[1])) if last else (0, GENESIS_HASH)
         if head is not None:
             head.value = known
-    return [(*row, origin) for row in seal_rows(events, *known)]
+    return known
 
 
 def append_sealed(conn: sqlite3.Connection, sealed: list[tuple[Any, ...]]) -> None:

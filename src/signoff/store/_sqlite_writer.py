@@ -66,6 +66,7 @@ class WriterThread:
         self._on_committed = on_committed  # after a COMMIT that wrote, before any answer
         self._group_max = group_max
         self._group: Group | None = None  # the group running on the thread, if any
+        self._answering: Group | None = None  # the group whose callers are being answered
         self._batch_error: BaseException | None = None  # of the running group's audit batch
         self._flush_job = self._flushed  # one object, so _next can recognise flushes
         self._interval = batch_interval_s
@@ -146,6 +147,13 @@ class WriterThread:
         if group is None or threading.current_thread() is not self._thread:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
         group.after_commit(callback)
+
+    def call_in_loop(self, loop: asyncio.AbstractEventLoop, call: Callable[[], None]) -> None:
+        """From an after-commit callback: run ``call`` on ``loop``, in the hop that answers
+        that loop's callers of the group when there is one (else a hop of its own)."""
+        group = self._answering
+        if group is None or not group.call_in_loop(loop, call):
+            loop.call_soon_threadsafe(call)
 
     def savepoint(self) -> None:
         """From inside a :class:`~._sqlite_group.SelfAtomic` job: open its savepoint now."""
@@ -263,7 +271,11 @@ class WriterThread:
             self.group_jobs += group.jobs
             self.busy_s += time.perf_counter() - started
             self.busy_cpu_s += time.thread_time() - started_cpu
-            group.answer()
+            self._answering = group
+            try:
+                group.answer()
+            finally:
+                self._answering = None
             if wrote:  # after this process's callers: their wake-up is the latency target
                 self._ring()
         if batch:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import functools
 import logging
 import os
@@ -64,10 +65,17 @@ from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_group import SelfAtomic
 from signoff.store._sqlite_prepared import Change, prepare_change, prepare_snapshot
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
+from signoff.store._sqlite_seal import unsealed_all
 from signoff.store._sqlite_wake import Doorbell
 from signoff.store._sqlite_watcher import DataVersionWatcher
 from signoff.store._sqlite_writer import WriterThread
-from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
+from signoff.store._waiting import (
+    Listeners,
+    Waiters,
+    listener_event,
+    settle_made,
+    wait_until_terminal,
+)
 from signoff.store.audit import GENESIS_HASH, ChainVerifier
 from signoff.store.base import (
     PROMPT_KINDS,
@@ -270,7 +278,10 @@ class SQLiteStore:
     ) -> None:
         self._cache.put(request.id, request.status, Cached(request.version, doc), generation)
         if request.terminal:  # each waiter parses its own copy of the text, on its loop
-            self._waiters.wake_each(request.id, functools.partial(_parse_own, request.id, doc))
+            make = functools.partial(_parse_own, request.id, doc)
+            for loop, fut in self._waiters.take(request.id):
+                with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                    self._writer.call_in_loop(loop, functools.partial(settle_made, fut, make))
         if self._listeners:
             self._listeners.notify(request, listener_event([e.event for e in events], request))
 
@@ -283,6 +294,7 @@ class SQLiteStore:
     ) -> tuple[ApprovalRequest, bool]:
         prints = fingerprints(request)
         text = request.model_dump_json()  # here, not on the writer (see _sqlite_prepared)
+        audit = unsealed_all(events)
 
         def job(conn: sqlite3.Connection) -> tuple[Read, bool]:
             def body() -> tuple[Read, bool]:
@@ -295,7 +307,7 @@ class SQLiteStore:
                     return self._settle_in_transaction(conn, *found), False
                 generation = self._cache.generation
                 doc = rows.insert_request(conn, request, prints, text)
-                rows.insert_audit(conn, events, self.origin)
+                rows.append_sealed(conn, rows.seal_unsealed(conn, audit, self.origin))
                 outbox_rows.insert(conn, outbox)
                 self._after_commit(request, events, doc, generation)
                 return request, True
@@ -374,7 +386,7 @@ class SQLiteStore:
         UPDATE, unless grants make it several statements (then in a savepoint of its own)."""
         generation = self._cache.generation
         transition = prepared.transition
-        sealed = rows.seal_audit(conn, transition.events, self.origin)
+        sealed = rows.seal_unsealed(conn, prepared.audit, self.origin)
         if transition.grants:
             self._writer.savepoint()
         if rows.update_prepared(conn, prepared.params) != 1:
