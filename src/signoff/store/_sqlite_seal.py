@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
 
 from signoff.model import AuditEvent
@@ -33,22 +34,31 @@ class Unsealed(NamedTuple):
     data: str
 
 
-def _fields(values: dict[str, Any]) -> str:
-    """``"k":v,...`` of a canonical object, without its braces."""
-    return canonical_json(values)[1:-1]
+def _text(value: str | None) -> str:
+    """The canonical JSON of one of an event's text fields (what ``canonical_json`` gives)."""
+    if value is None:
+        return "null"
+    if type(value) is str:
+        return encode_basestring_ascii(value)
+    return canonical_json(value)  # a str subclass or anything unexpected: the encoder decides
 
 
 def unsealed(event: AuditEvent) -> Unsealed:
     """Everything of ``event``'s sealed row that does not depend on its place in the chain."""
     at = iso_utc(event.at)
     data = _canonical_data(event.data)
-    head = _fields({"actor": event.actor, "agent": event.agent, "at": at})
-    kind = _fields({"event": event.event, "policy_hash": event.policy_hash})
-    who = _fields(
-        {"principal": event.principal, "request_id": event.request_id, "rule": event.rule}
+    front = (
+        f'{{"actor":{_text(event.actor)},"agent":{_text(event.agent)},"at":"{at}",'
+        f'"data":{data},"event":{_text(event.event)},'
+        f'"policy_hash":{_text(event.policy_hash)},"prev_hash":'
     )
-    where = _fields(
-        {"thread": event.thread, "tool": event.tool, "tool_call_id": event.tool_call_id}
+    middle = (
+        f',"principal":{_text(event.principal)},"request_id":{_text(event.request_id)},'
+        f'"rule":{_text(event.rule)},'
+    )
+    back = (
+        f',"thread":{_text(event.thread)},"tool":{_text(event.tool)},'
+        f'"tool_call_id":{_text(event.tool_call_id)}}}'
     )
     columns = (
         event.event,
@@ -63,9 +73,7 @@ def unsealed(event: AuditEvent) -> Unsealed:
         event.rule,
         event.policy_hash,
     )
-    return Unsealed(
-        f'{{{head},"data":{data},{kind},"prev_hash":', f",{who},", f",{where}}}", columns, data
-    )
+    return Unsealed(front, middle, back, columns, data)
 
 
 def unsealed_all(events: Iterable[AuditEvent]) -> list[Unsealed]:
