@@ -3,9 +3,10 @@
 Why: the SQLite writer thread chains every audit row (``seq``, ``prev_hash``, ``hash``) in
 commit order, and whatever Python it runs holds the GIL against every event loop. Most of a
 row's sealing does not depend on the chain — its timestamp text, its data's canonical text,
-the canonical JSON of its other fields — so the caller prepares that on its own loop
-(:func:`unsealed`) and the writer only splices ``prev_hash`` and ``seq`` in and hashes
-(:func:`chain`).
+its other fields as JSON — so that is built first (:func:`unsealed`, straight from the
+fields with the JSON encoder's own string escaping: ~8 µs an event instead of the ~35 µs of
+four ``canonical_json`` calls) and the chain step only splices ``prev_hash`` and ``seq`` in
+and hashes (:func:`chain`). A job may do the first step before it takes the chain's head.
 
 The hashed text is exactly :func:`signoff.store.audit.seal_row`'s (the canonical JSON of the
 row without ``hash``; keys sorted: ``actor``, ``agent``, ``at``, ``data``, ``event``,

@@ -63,7 +63,7 @@ from signoff.store._quarantine import (
 from signoff.store._sqlite_cache import Cached, DocCache
 from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_group import SelfAtomic
-from signoff.store._sqlite_prepared import Change, prepare_change, prepare_snapshot
+from signoff.store._sqlite_prepared import Change, prepare_change
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
 from signoff.store._sqlite_seal import unsealed_all
 from signoff.store._sqlite_wake import Doorbell
@@ -152,7 +152,6 @@ class SQLiteStore:
         self._closed = False
         self._atexit: Callable[[], None] | None = None
         self._counters = {"cross_process_wakes": 0}
-        self._optimistic = 0  # updates written as prepared on the caller's loop
         self._quarantine_log = QuarantineLog()
         self.triggers_recreated: tuple[str, ...] = ()  # audit triggers the last open restored
 
@@ -293,8 +292,6 @@ class SQLiteStore:
         outbox: Sequence[OutboxItem] = (),
     ) -> tuple[ApprovalRequest, bool]:
         prints = fingerprints(request)
-        text = request.model_dump_json()  # here, not on the writer (see _sqlite_prepared)
-        audit = unsealed_all(events)
 
         def job(conn: sqlite3.Connection) -> tuple[Read, bool]:
             def body() -> tuple[Read, bool]:
@@ -306,7 +303,8 @@ class SQLiteStore:
                         raise StoreError(f"call keys point to a missing request {existing}")
                     return self._settle_in_transaction(conn, *found), False
                 generation = self._cache.generation
-                doc = rows.insert_request(conn, request, prints, text)
+                doc = rows.insert_request(conn, request, prints)
+                audit = unsealed_all(events)
                 rows.append_sealed(conn, rows.seal_unsealed(conn, audit, self.origin))
                 outbox_rows.insert(conn, outbox)
                 self._after_commit(request, events, doc, generation)
@@ -320,10 +318,8 @@ class SQLiteStore:
         return stored, created
 
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
-        """Run ``mutate`` on the cached document on the caller's loop when there is one (an
-        optimistic write, :mod:`._sqlite_prepared`), else on the writer thread inside ``BEGIN
-        IMMEDIATE``. Keep it pure and quick: it may run twice (once on the cached copy, then
-        on the row when that copy was not current, or refused or changed nothing)."""
+        """Run ``mutate`` on the writer thread, inside ``BEGIN IMMEDIATE``: keep it pure and quick
+        (every other write in every process waits for it)."""
 
         def change(
             conn: sqlite3.Connection, current: ApprovalRequest, old_version: int
@@ -334,27 +330,18 @@ class SQLiteStore:
                 return transition  # (a released quarantine mark is committed)
             return self._write_change(conn, prepare_change(request_id, transition, old_version))
 
-        seen = self._cache.peek(request_id)
-        prepared = prepare_snapshot(request_id, seen, mutate) if seen is not None else None
-
         def body(conn: sqlite3.Connection) -> Transition | Unreadable:
             cached = self._cache.take(request_id)  # back after this job's commit, if any
             if cached is not None:
-                if prepared is not None and cached is prepared.seen:  # the row it started from
-                    done = self._write_change(conn, prepared.change)
+                current = parse_doc(request_id, cached.doc)  # our own text: it parses
+                if isinstance(current, ApprovalRequest):
+                    done = change(conn, current, cached.version)
                     if done is not None:
-                        self._optimistic += 1
+                        if not done.changed:  # nothing written: the entry still holds
+                            self._cache.put(
+                                request_id, current.status, cached, self._cache.generation
+                            )
                         return done
-                else:
-                    current = parse_doc(request_id, cached.doc)  # our own text: it parses
-                    if isinstance(current, ApprovalRequest):
-                        done = change(conn, current, cached.version)
-                        if done is not None:
-                            if not done.changed:  # nothing written: the entry still holds
-                                self._cache.put(
-                                    request_id, current.status, cached, self._cache.generation
-                                )
-                            return done
                 log.warning("cached request %s was not current; reading it again", request_id)
             found = rows.read_one(conn, request_id)
             if found is None:
@@ -379,8 +366,8 @@ class SQLiteStore:
         return transition
 
     def _write_change(self, conn: sqlite3.Connection, prepared: Change) -> Transition | None:
-        """On the writer: chain the audit rows and make the conditional write of a change
-        computed earlier; None when the row is not at the version it started from.
+        """On the writer: chain the audit rows and make the conditional write of a change;
+        None when the row is not at the version it started from.
 
         A :class:`SelfAtomic` job's part: everything that can fail comes before the one
         UPDATE, unless grants make it several statements (then in a savepoint of its own)."""
@@ -895,7 +882,6 @@ class SQLiteStore:
             "cache_entries": len(self._cache),
             "cache_hits": self._cache.hits,
             "cache_misses": self._cache.misses,
-            "optimistic_writes": self._optimistic,
             "cache_reads_trusted": self._cache.trusted,
         }
 
