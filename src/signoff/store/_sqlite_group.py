@@ -81,9 +81,17 @@ def start(reply: Reply) -> bool:
     return reply.set_running_or_notify_cancel()
 
 
-def answer(replies: list[tuple[Reply, Any, BaseException | None]]) -> None:
-    """Set every reply; one hop into each event loop."""
+LoopCalls = dict[asyncio.AbstractEventLoop, list[Callable[[], None]]]
+
+
+def answer(
+    replies: list[tuple[Reply, Any, BaseException | None]], calls: LoopCalls | None = None
+) -> None:
+    """Set every reply; one hop into each event loop, which first runs that loop's ``calls``
+    (say, waking the waiters of a request the group finished)."""
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Reply, Any, BaseException | None]]] = {}
+    for loop in calls or ():
+        by_loop[loop] = []
     for item in replies:
         reply = item[0]
         if isinstance(reply, LoopReply):
@@ -96,10 +104,18 @@ def answer(replies: list[tuple[Reply, Any, BaseException | None]]) -> None:
             reply.set_result(item[1])
     for loop, items in by_loop.items():
         with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(_settle, items)
+            loop.call_soon_threadsafe(_settle, items, calls.get(loop) if calls else None)
 
 
-def _settle(items: list[tuple[Reply, Any, BaseException | None]]) -> None:
+def _settle(
+    items: list[tuple[Reply, Any, BaseException | None]],
+    calls: list[Callable[[], None]] | None = None,
+) -> None:
+    for call in calls or ():
+        try:
+            call()
+        except Exception:  # one failing wake must not leave the callers unanswered
+            log.exception("a call handed to an event loop after a commit raised")
     for reply, result, error in items:
         assert isinstance(reply, LoopReply)
         if reply.fut.done():
@@ -139,6 +155,16 @@ class Group:
         self._running: _Outcome | None = None
         self._in_savepoint = False  # the running job's savepoint is open
         self._chain = rows.track_chain_head(conn)
+        self._loop_calls: LoopCalls | None = None  # collected while answering
+
+    def call_in_loop(self, loop: asyncio.AbstractEventLoop, call: Callable[[], None]) -> bool:
+        """From an after-commit callback: run ``call`` on ``loop`` in the same hop as that
+        loop's answers (one wake-up of it). False when not answering now (then the caller
+        makes its own hop)."""
+        if self._loop_calls is None:
+            return False
+        self._loop_calls.setdefault(loop, []).append(call)
+        return True
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once the running job's work is committed (never if it is not)."""
@@ -247,6 +273,8 @@ class Group:
     def answer(self) -> None:
         """After :meth:`commit`: run the committed jobs' callbacks, answer every caller."""
         replies: list[tuple[Reply, Any, BaseException | None]] = []
+        calls: LoopCalls = {}
+        self._loop_calls = calls
         for outcome in self._outcomes:
             if outcome.error is None:
                 for callback in outcome.after:
@@ -255,7 +283,8 @@ class Group:
                     except Exception:  # a committed change stays committed and answered
                         log.exception("an after-commit callback raised")
             replies.append((outcome.fut, outcome.result, outcome.error))
-        answer(replies)
+        self._loop_calls = None
+        answer(replies, calls)
 
     @property
     def succeeded(self) -> bool:

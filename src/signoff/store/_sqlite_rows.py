@@ -22,6 +22,7 @@ from signoff.model import (
 )
 from signoff.store._idempotency import StoredCall
 from signoff.store._quarantine import Read, Unreadable, cancelled_event, split, to_request
+from signoff.store._sqlite_seal import Unsealed, chain
 from signoff.store.audit import GENESIS_HASH, iso_utc, parse_iso, seal_rows
 from signoff.store.base import AuditQuery, QuarantinedRequest
 
@@ -170,10 +171,15 @@ def cancel_quarantined(
 
 
 def insert_request(
-    conn: sqlite3.Connection, request: ApprovalRequest, prints: Mapping[str, str]
+    conn: sqlite3.Connection,
+    request: ApprovalRequest,
+    prints: Mapping[str, str],
+    doc: str | None = None,
 ) -> str:
-    """Insert the row and its call keys; the document's JSON text as stored."""
-    doc = request.model_dump_json()
+    """Insert the row and its call keys; the document's JSON text as stored (``doc``: that
+    text, dumped already by the caller)."""
+    if doc is None:
+        doc = request.model_dump_json()
     try:
         conn.execute(
             "INSERT INTO requests (id, kind, thread, status, created_at, due_at, version, doc) "
@@ -202,25 +208,16 @@ def insert_request(
     return doc
 
 
-def update_doc(
-    conn: sqlite3.Connection, request: ApprovalRequest, old_version: int
-) -> tuple[int, str]:
-    """The conditional write: it only lands on the version the mutation was computed from.
-    The rows it changed (0 or 1), and the document's JSON text as stored."""
-    doc = request.model_dump_json()
-    changed = conn.execute(
-        "UPDATE requests SET status = ?, due_at = ?, version = ?, doc = ? "
-        "WHERE id = ? AND version = ?",
-        (
-            request.status,
-            epoch(request.sweep_at),
-            request.version,
-            doc,
-            request.id,
-            old_version,
-        ),
-    ).rowcount
-    return changed, doc
+_UPDATE_DOC = (
+    "UPDATE requests SET status = ?, due_at = ?, version = ?, doc = ? WHERE id = ? AND version = ?"
+)
+
+
+def update_prepared(conn: sqlite3.Connection, params: tuple[Any, ...]) -> int:
+    """The conditional write: it only lands on the version the change was computed from.
+    ``params``: ``(status, due_at, new version, doc, id, old version)``; the rows changed
+    (0 or 1)."""
+    return conn.execute(_UPDATE_DOC, params).rowcount
 
 
 def select_requests(
@@ -373,6 +370,20 @@ def seal_audit(
     :func:`append_sealed` stores them (nothing may be appended in between)."""
     if not events:
         return []
+    return [(*row, origin) for row in seal_rows(events, *_head(conn))]
+
+
+def seal_unsealed(
+    conn: sqlite3.Connection, items: list[Unsealed], origin: str
+) -> list[tuple[Any, ...]]:
+    """:func:`seal_audit` of events whose chain-independent text the caller prepared."""
+    if not items:
+        return []
+    return chain(items, *_head(conn), origin)
+
+
+def _head(conn: sqlite3.Connection) -> tuple[int, str]:
+    """The chain's last ``(seq, hash)`` as this transaction has it."""
     head = _chain_heads.get(conn)
     known = head.value if head is not None else None
     if known is None:
@@ -380,7 +391,7 @@ def seal_audit(
         known = (int(last[0]), str(last[1])) if last else (0, GENESIS_HASH)
         if head is not None:
             head.value = known
-    return [(*row, origin) for row in seal_rows(events, *known)]
+    return known
 
 
 def append_sealed(conn: sqlite3.Connection, sealed: list[tuple[Any, ...]]) -> None:

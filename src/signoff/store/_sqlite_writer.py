@@ -66,6 +66,8 @@ class WriterThread:
         self._on_committed = on_committed  # after a COMMIT that wrote, before any answer
         self._group_max = group_max
         self._group: Group | None = None  # the group running on the thread, if any
+        self._answering: Group | None = None  # the group whose callers are being answered
+        self._kicks: set[asyncio.AbstractEventLoop] = set()  # loops with a _kick scheduled
         self._batch_error: BaseException | None = None  # of the running group's audit batch
         self._flush_job = self._flushed  # one object, so _next can recognise flushes
         self._interval = batch_interval_s
@@ -106,15 +108,26 @@ class WriterThread:
         """``submit`` for a caller on an event loop, answered straight into that loop."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
-        self._queue(job, LoopReply(loop, fut))
+        self._queue(job, LoopReply(loop, fut), wake=False)
+        if loop not in self._kicks:  # else the writer is woken at this loop's next turn
+            self._kicks.add(loop)
+            loop.call_soon(self._kick, loop)
         return await fut
 
-    def _queue(self, job: Job, reply: Reply) -> None:
+    def _kick(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Wake the writer for every job this loop queued in its last turn: the jobs of
+        several tasks then start one group instead of the first one starting it alone."""
+        self._kicks.discard(loop)
+        with self._cond:
+            self._cond.notify()
+
+    def _queue(self, job: Job, reply: Reply, *, wake: bool = True) -> None:
         with self._cond:
             if self._stopping:
                 raise self._refusal()
             self._jobs.append((job, reply))
-            self._cond.notify()
+            if wake:
+                self._cond.notify()
 
     def queue_audit(self, event: AuditEvent) -> None:
         if self._stopping:
@@ -146,6 +159,13 @@ class WriterThread:
         if group is None or threading.current_thread() is not self._thread:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
         group.after_commit(callback)
+
+    def call_in_loop(self, loop: asyncio.AbstractEventLoop, call: Callable[[], None]) -> None:
+        """From an after-commit callback: run ``call`` on ``loop``, in the hop that answers
+        that loop's callers of the group when there is one (else a hop of its own)."""
+        group = self._answering
+        if group is None or not group.call_in_loop(loop, call):
+            loop.call_soon_threadsafe(call)
 
     def savepoint(self) -> None:
         """From inside a :class:`~._sqlite_group.SelfAtomic` job: open its savepoint now."""
@@ -235,6 +255,16 @@ class WriterThread:
                     return [], [], True
                 self._cond.wait(max(0.0, self._audit_due - now) if self._armed else None)
 
+    def _gather(self, room: int) -> list[tuple[Job, Reply]]:
+        """Jobs queued while the group ran, to share its COMMIT: with 8 agents the writer,
+        holding the GIL less, otherwise commits groups of two or three. Not past a flush
+        job: the audit events it answers for were taken when the group started."""
+        more: list[tuple[Job, Reply]] = []
+        with self._cond:
+            while self._jobs and len(more) < room and self._jobs[0][0] is not self._flush_job:
+                more.append(self._jobs.popleft())
+        return more
+
     def _commit_group(
         self,
         conn: sqlite3.Connection,
@@ -243,16 +273,20 @@ class WriterThread:
         final: bool,
     ) -> None:
         started, started_cpu = time.perf_counter(), time.thread_time()
-        group = Group(
-            conn, self._errors, alone=len(jobs) + bool(batch) == 1, on_begin=self._on_begin
-        )
+        alone = len(jobs) + bool(batch) == 1
+        group = Group(conn, self._errors, alone=alone, on_begin=self._on_begin)
         self._group = group
         audited: Future[None] = Future()
         try:
             if batch:  # first: the flushes in this group answer for it
                 self._batch_error = group.run(lambda c: self._write_batch(c, batch), audited)
-            for job, fut in jobs:
-                group.run(job, fut)
+            ran = 0
+            while jobs:
+                for job, fut in jobs:
+                    group.run(job, fut)
+                ran += len(jobs)
+                # (a lone job ran without a savepoint: nothing may join its transaction)
+                jobs = [] if alone else self._gather(self._group_max - ran)
         finally:
             self._group = None
             self._batch_error = None
@@ -263,7 +297,11 @@ class WriterThread:
             self.group_jobs += group.jobs
             self.busy_s += time.perf_counter() - started
             self.busy_cpu_s += time.thread_time() - started_cpu
-            group.answer()
+            self._answering = group
+            try:
+                group.answer()
+            finally:
+                self._answering = None
             if wrote:  # after this process's callers: their wake-up is the latency target
                 self._ring()
         if batch:

@@ -31,6 +31,7 @@ def _settle(fut: asyncio.Future[ApprovalRequest], value: ApprovalRequest | BaseE
 
 
 def _settle_made(fut: asyncio.Future[ApprovalRequest], make: Callable[[], ApprovalRequest]) -> None:
+    """On ``fut``'s loop: settle it with ``make()``, or with what ``make`` raised."""
     if fut.done():
         return
     try:
@@ -38,6 +39,9 @@ def _settle_made(fut: asyncio.Future[ApprovalRequest], make: Callable[[], Approv
     except Exception as exc:  # the waiter learns why instead of waiting on
         value = exc
     _settle(fut, value)
+
+
+settle_made = _settle_made
 
 
 class Waiters:
@@ -97,6 +101,12 @@ class Waiters:
             with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
                 loop.call_soon_threadsafe(_settle_made, fut, make)
         return len(waiters)
+
+    def take(self, request_id: str) -> list[_Waiter]:
+        """Remove and return the waiters of ``request_id`` as ``(loop, future)``, for a caller
+        that settles them itself (with :func:`settle_made`, on each waiter's loop)."""
+        with self._lock:
+            return self._by_id.pop(request_id, [])
 
     def fail(self, request_id: str, error: BaseException) -> int:
         """Raise ``error`` in every waiter of one request (its row became unreadable)."""

@@ -190,14 +190,72 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
     """Give ``event`` its place in the chain: sequence number, link and hash.
 
     ``data`` is serialized once: its canonical text (of its stored, JSON-native form) is both
-    what is stored and what is spliced into the hashed object (:func:`_hashed_body`).
+    what is stored and what is spliced into the hashed object (:func:`unsealed`).
     """
+    item = unsealed(event)
+    digest = hashlib.sha256(item.hashed(seq, prev_hash).encode("ascii")).hexdigest()
+    return SealedRow._make((seq, *item.columns, item.data, prev_hash, digest))
+
+
+# json's own C string encoder (what the canonical encoder calls for every str with
+# ensure_ascii=True), so a field's text is exactly the canonical encoder's
+_ascii_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+
+class Unsealed(NamedTuple):
+    """Everything of an event's sealed row that does not depend on its place in the chain.
+
+    Sealing in two steps lets a store build this before it takes the chain's head (the
+    SQLite writer chains in commit order and holds the GIL while it does): the chain step
+    then only splices ``prev_hash`` and ``seq`` in and hashes (:meth:`hashed`).
+    """
+
+    front: str  # the hashed text up to the value of "prev_hash"
+    middle: str  # between the value of "prev_hash" and the value of "seq"
+    back: str  # after the value of "seq"
+    columns: tuple[Any, ...]  # event … policy_hash, as stored
+    data: str  # the canonical text of the data, as stored
+
+    def hashed(self, seq: int, prev_hash: str) -> str:
+        """The canonical JSON of the row without ``hash``: what its hash is taken of."""
+        return f"{self.front}{_text(prev_hash)}{self.middle}{_text(seq)}{self.back}"
+
+
+def _text(value: Any) -> str:
+    """One column's canonical JSON: a ``str`` through json's own string encoder, ``None``
+    as ``null``, an ``int`` as itself; anything else (a ``str`` subclass…) through the
+    canonical encoder, so the text is always exactly what encoding the whole row gives."""
+    kind = type(value)
+    if kind is str:
+        return _ascii_string(value)
+    if value is None:
+        return "null"
+    if kind is int:
+        return str(value)
+    return canonical_json(value)
+
+
+def unsealed(event: AuditEvent) -> Unsealed:
+    """The chain-independent part of ``event``'s row. The hashed object's keys sort as
+    ``actor, agent, at, data, event, policy_hash, prev_hash, principal, request_id, rule,
+    seq, thread, tool, tool_call_id``; it is written field by field (no dict built and
+    encoded per event)."""
     at = iso_utc(event.at)
     data = _canonical_data(event.data)
-    body = _hashed_body(event, seq, prev_hash, at, data)
-    digest = hashlib.sha256(body.encode("ascii")).hexdigest()
-    return SealedRow(
-        seq,
+    front = (
+        f'{{"actor":{_text(event.actor)},"agent":{_text(event.agent)},"at":{_text(at)},'
+        f'"data":{data},"event":{_text(event.event)},'
+        f'"policy_hash":{_text(event.policy_hash)},"prev_hash":'
+    )
+    middle = (
+        f',"principal":{_text(event.principal)},"request_id":{_text(event.request_id)},'
+        f'"rule":{_text(event.rule)},"seq":'
+    )
+    back = (
+        f',"thread":{_text(event.thread)},"tool":{_text(event.tool)},'
+        f'"tool_call_id":{_text(event.tool_call_id)}}}'
+    )
+    columns = (
         event.event,
         at,
         event.request_id,
@@ -209,73 +267,8 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
         event.agent,
         event.rule,
         event.policy_hash,
-        data,
-        prev_hash,
-        digest,
     )
-
-
-# json's own C string encoder (what the canonical encoder calls for every str with
-# ensure_ascii=True), so a field's text is exactly the canonical encoder's
-_ascii_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
-
-
-def _hashed_body(event: AuditEvent, seq: int, prev_hash: str, at: str, data: str) -> str:
-    """The canonical JSON text of the hashed object (every field but ``hash``), keys sorted:
-    ``actor, agent, at, data, event, policy_hash, prev_hash, principal, request_id, rule, seq,
-    thread, tool, tool_call_id``.
-
-    Written out field by field (each string through json's own encoder, ``None`` as
-    ``null``) instead of building and encoding a dict per event; a column holding anything
-    but ``str``/``None`` (or a ``seq`` that is not an ``int``) takes the general encoder, so
-    the text is the same.
-    """
-    encode = _ascii_string
-    texts = [
-        encode(value) if type(value) is str else ("null" if value is None else None)
-        for value in (
-            event.actor,
-            event.agent,
-            event.event,
-            event.policy_hash,
-            prev_hash,
-            event.principal,
-            event.request_id,
-            event.rule,
-            event.thread,
-            event.tool,
-            event.tool_call_id,
-        )
-    ]
-    if type(seq) is not int or None in texts:
-        return _general_body(event, seq, prev_hash, at, data)
-    actor, agent, name, policy_hash, prev, principal, request_id, rule, thread, tool, call = texts
-    return (
-        f'{{"actor":{actor},"agent":{agent},"at":{_ascii_string(at)},"data":{data},'
-        f'"event":{name},"policy_hash":{policy_hash},"prev_hash":{prev},'
-        f'"principal":{principal},"request_id":{request_id},"rule":{rule},"seq":{seq},'
-        f'"thread":{thread},"tool":{tool},"tool_call_id":{call}}}'
-    )
-
-
-def _general_body(event: AuditEvent, seq: int, prev_hash: str, at: str, data: str) -> str:
-    """:func:`_hashed_body` through the canonical encoder (any column type)."""
-    head = _CANONICAL.encode({"actor": event.actor, "agent": event.agent, "at": at})
-    tail = _CANONICAL.encode(
-        {
-            "event": event.event,
-            "policy_hash": event.policy_hash,
-            "prev_hash": prev_hash,
-            "principal": event.principal,
-            "request_id": event.request_id,
-            "rule": event.rule,
-            "seq": seq,
-            "thread": event.thread,
-            "tool": event.tool,
-            "tool_call_id": event.tool_call_id,
-        }
-    )
-    return f'{head[:-1]},"data":{data},{tail[1:]}'
+    return Unsealed(front, middle, back, columns, data)
 
 
 def seal_rows(events: Iterable[AuditEvent], last_seq: int, last_hash: str) -> list[SealedRow]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import functools
 import logging
 import os
@@ -62,11 +63,19 @@ from signoff.store._quarantine import (
 from signoff.store._sqlite_cache import Cached, DocCache
 from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_group import SelfAtomic
+from signoff.store._sqlite_prepared import Change, prepare_change
 from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
+from signoff.store._sqlite_seal import unsealed_all
 from signoff.store._sqlite_wake import Doorbell
 from signoff.store._sqlite_watcher import DataVersionWatcher
 from signoff.store._sqlite_writer import WriterThread
-from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
+from signoff.store._waiting import (
+    Listeners,
+    Waiters,
+    listener_event,
+    settle_made,
+    wait_until_terminal,
+)
 from signoff.store.audit import GENESIS_HASH, ChainVerifier
 from signoff.store.base import (
     PROMPT_KINDS,
@@ -268,7 +277,10 @@ class SQLiteStore:
     ) -> None:
         self._cache.put(request.id, request.status, Cached(request.version, doc), generation)
         if request.terminal:  # each waiter parses its own copy of the text, on its loop
-            self._waiters.wake_each(request.id, functools.partial(_parse_own, request.id, doc))
+            make = functools.partial(_parse_own, request.id, doc)
+            for loop, fut in self._waiters.take(request.id):
+                with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                    self._writer.call_in_loop(loop, functools.partial(settle_made, fut, make))
         if self._listeners:
             self._listeners.notify(request, listener_event([e.event for e in events], request))
 
@@ -292,7 +304,8 @@ class SQLiteStore:
                     return self._settle_in_transaction(conn, *found), False
                 generation = self._cache.generation
                 doc = rows.insert_request(conn, request, prints)
-                rows.insert_audit(conn, events, self.origin)
+                audit = unsealed_all(events)
+                rows.append_sealed(conn, rows.seal_unsealed(conn, audit, self.origin))
                 outbox_rows.insert(conn, outbox)
                 self._after_commit(request, events, doc, generation)
                 return request, True
@@ -312,41 +325,15 @@ class SQLiteStore:
             conn: sqlite3.Connection, current: ApprovalRequest, old_version: int
         ) -> Transition | None:
             """Apply ``mutate`` and write it; None when the row is not at ``old_version``."""
-            generation = self._cache.generation
             transition = mutate(current)
             if not transition.changed:
                 return transition  # (a released quarantine mark is committed)
-            new = transition.request
-            if new.id != request_id:
-                raise StoreError(f"a mutation turned request {request_id} into {new.id}")
-            if new.version <= old_version:
-                new.version = old_version + 1
-            # A SelfAtomic job: everything that can fail comes before the one UPDATE, unless
-            # grants make it several statements (then in a savepoint of its own).
-            sealed = rows.seal_audit(conn, transition.events, self.origin)
-            if transition.grants:
-                self._writer.savepoint()
-            written, doc = rows.update_doc(conn, new, old_version)
-            if written != 1:
-                return None
-            grant_rows.insert(conn, transition.grants)
-            rows.append_sealed(conn, sealed)  # a list append: cannot fail after the UPDATE
-            self._after_commit(new, transition.events, doc, generation)
-            return transition
-
-        # Parsed here, on the caller's loop, so the writer need not: it uses this copy only
-        # if the entry it takes in the transaction is this very one (the same text).
-        seen = self._cache.peek(request_id)
-        early = parse_doc(request_id, seen.doc) if seen is not None else None
+            return self._write_change(conn, prepare_change(request_id, transition, old_version))
 
         def body(conn: sqlite3.Connection) -> Transition | Unreadable:
             cached = self._cache.take(request_id)  # back after this job's commit, if any
             if cached is not None:
-                current = (
-                    early
-                    if cached is seen and early is not None
-                    else parse_doc(request_id, cached.doc)  # our own text: it parses
-                )
+                current = parse_doc(request_id, cached.doc)  # our own text: it parses
                 if isinstance(current, ApprovalRequest):
                     done = change(conn, current, cached.version)
                     if done is not None:
@@ -376,6 +363,24 @@ class SQLiteStore:
         transition: Transition | Unreadable = await self._write(job)
         if isinstance(transition, Unreadable):  # raised once its quarantine mark is committed
             raise self._unreadable(transition, "updating a request")
+        return transition
+
+    def _write_change(self, conn: sqlite3.Connection, prepared: Change) -> Transition | None:
+        """On the writer: chain the audit rows and make the conditional write of a change;
+        None when the row is not at the version it started from.
+
+        A :class:`SelfAtomic` job's part: everything that can fail comes before the one
+        UPDATE, unless grants make it several statements (then in a savepoint of its own)."""
+        generation = self._cache.generation
+        transition = prepared.transition
+        sealed = rows.seal_unsealed(conn, prepared.audit, self.origin)
+        if transition.grants:
+            self._writer.savepoint()
+        if rows.update_prepared(conn, prepared.params) != 1:
+            return None
+        grant_rows.insert(conn, transition.grants)
+        rows.append_sealed(conn, sealed)  # a list append: cannot fail after the UPDATE
+        self._after_commit(transition.request, transition.events, prepared.doc, generation)
         return transition
 
     def _probe_version(self, *, open_it: bool = False) -> int | None:
