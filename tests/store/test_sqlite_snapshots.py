@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from signoff.model import ApprovalRequest, Transition
+from signoff.model import ApprovalRequest, RequestQuarantined, Transition
 from signoff.store import SQLiteStore
 from tests.store import sqlite_snapshots
 from tests.store.factories import decide, decision
 from tests.store.sqlite_snapshots import _sqlite_snapshots_untouched  # noqa: F401 (autouse)
+from tests.store.test_quarantine import deep
 from tests.store.test_sqlite_doc_cache import create, note, raw_doc
 
 
@@ -117,6 +118,18 @@ async def test_a_second_store_writing_replaces_the_snapshot(
     now = await watched.get_request("r1")
     assert now is not old and now is not None and now.waiter == "second"
     assert (await watched.update_request("r1", note("third"))).request.version == 3
+
+
+async def test_a_document_that_may_not_read_back_is_not_shared_but_quarantined(
+    watched: SQLiteStore,
+) -> None:
+    bad = await deep(watched)  # nested 250 deep: its text does not parse back
+    entry = watched._cache.peek(bad.id)
+    assert entry is not None and entry.request is None
+    with pytest.raises(RequestQuarantined, match="recursion"):
+        await watched.get_request(bad.id)
+    with pytest.raises(RequestQuarantined):
+        await watched.update_request(bad.id, note("x"))
 
 
 def test_the_checker_sees_a_snapshot_changed_in_place() -> None:

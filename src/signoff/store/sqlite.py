@@ -60,7 +60,7 @@ from signoff.store._quarantine import (
     split,
     to_request,
 )
-from signoff.store._sqlite_cache import Cached, DocCache
+from signoff.store._sqlite_cache import Cached, DocCache, reads_back
 from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_group import SelfAtomic
 from signoff.store._sqlite_prepared import Change, prepare_change
@@ -276,12 +276,18 @@ class SQLiteStore:
         self, request: ApprovalRequest, events: list[AuditEvent], doc: str, generation: int
     ) -> None:
         # ``request`` becomes the cached snapshot, shared read-only with readers and waiters
-        # (as the MemoryStore's): the job's caller got it too, under the same contract
+        # (as the MemoryStore's; the job's caller got it too, under the same contract) —
+        # unless its text might not read back: then reads parse it (and quarantine it)
+        snapshot = request if reads_back(doc) else None
         self._cache.put(
-            request.id, request.status, Cached(request.version, doc, request), generation
+            request.id, request.status, Cached(request.version, doc, snapshot), generation
         )
         if request.terminal:
-            make = functools.partial(_same, request)
+            make = (
+                functools.partial(_same, request)
+                if snapshot is not None
+                else functools.partial(_parse_own, request.id, doc)
+            )
             for loop, fut in self._waiters.take(request.id):
                 with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
                     self._writer.call_in_loop(loop, functools.partial(settle_made, fut, make))
@@ -903,6 +909,15 @@ class SQLiteStore:
 def _same(request: ApprovalRequest) -> ApprovalRequest:
     """A woken waiter's result: the committed snapshot itself (shared, read-only)."""
     return request
+
+
+def _parse_own(request_id: str, doc: str) -> ApprovalRequest:
+    """A document this store wrote, parsed for a woken waiter (one that may not read back
+    raises, as a read of its row would)."""
+    parsed = parse_doc(request_id, doc)
+    if isinstance(parsed, str):
+        raise StoreError(f"request {request_id} as written cannot be read back: {parsed}")
+    return parsed
 
 
 def _close_at_exit(ref: weakref.ReferenceType[SQLiteStore]) -> None:
