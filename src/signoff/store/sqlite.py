@@ -60,7 +60,7 @@ from signoff.store._quarantine import (
     split,
     to_request,
 )
-from signoff.store._sqlite_cache import Cached, DocCache
+from signoff.store._sqlite_cache import Cached, DocCache, reads_back
 from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_group import SelfAtomic
 from signoff.store._sqlite_prepared import Change, prepare_change
@@ -275,9 +275,19 @@ class SQLiteStore:
     def _committed(
         self, request: ApprovalRequest, events: list[AuditEvent], doc: str, generation: int
     ) -> None:
-        self._cache.put(request.id, request.status, Cached(request.version, doc), generation)
-        if request.terminal:  # each waiter parses its own copy of the text, on its loop
-            make = functools.partial(_parse_own, request.id, doc)
+        # ``request`` becomes the cached snapshot, shared read-only with readers and waiters
+        # (as the MemoryStore's; the job's caller got it too, under the same contract) —
+        # unless its text might not read back: then reads parse it (and quarantine it)
+        snapshot = request if reads_back(doc) else None
+        self._cache.put(
+            request.id, request.status, Cached(request.version, doc, snapshot), generation
+        )
+        if request.terminal:
+            make = (
+                functools.partial(_same, request)
+                if snapshot is not None
+                else functools.partial(_parse_own, request.id, doc)
+            )
             for loop, fut in self._waiters.take(request.id):
                 with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
                     self._writer.call_in_loop(loop, functools.partial(settle_made, fut, make))
@@ -333,7 +343,12 @@ class SQLiteStore:
         def body(conn: sqlite3.Connection) -> Transition | Unreadable:
             cached = self._cache.take(request_id)  # back after this job's commit, if any
             if cached is not None:
-                current = parse_doc(request_id, cached.doc)  # our own text: it parses
+                # a private copy of the shared snapshot (or a parse of our own text)
+                current = (
+                    cached.request.copy_for_update()
+                    if cached.request is not None
+                    else parse_doc(request_id, cached.doc)
+                )
                 if isinstance(current, ApprovalRequest):
                     done = change(conn, current, cached.version)
                     if done is not None:
@@ -405,11 +420,16 @@ class SQLiteStore:
         """A read served on the caller's loop from the document cache, when it is current."""
         if self._closed or not self._cache.trusted:
             return None
-        doc = self._cache.read(request_id, self._probe_version())
-        if doc is None:
+        entry = self._cache.read(request_id, self._probe_version())
+        if entry is None:
             return None
-        parsed = parse_doc(request_id, doc)
-        return parsed if isinstance(parsed, ApprovalRequest) else None
+        if entry.request is not None:
+            return entry.request  # the shared snapshot: read-only, as the MemoryStore's
+        parsed = parse_doc(request_id, entry.doc)
+        if not isinstance(parsed, ApprovalRequest):
+            return None
+        self._cache.remember(request_id, entry, parsed)
+        return parsed
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         cached = self._cached(request_id)
@@ -886,8 +906,14 @@ class SQLiteStore:
         }
 
 
+def _same(request: ApprovalRequest) -> ApprovalRequest:
+    """A woken waiter's result: the committed snapshot itself (shared, read-only)."""
+    return request
+
+
 def _parse_own(request_id: str, doc: str) -> ApprovalRequest:
-    """A document this store wrote (it parses: it was just dumped from a valid request)."""
+    """A document this store wrote, parsed for a woken waiter (one that may not read back
+    raises, as a read of its row would)."""
     parsed = parse_doc(request_id, doc)
     if isinstance(parsed, str):
         raise StoreError(f"request {request_id} as written cannot be read back: {parsed}")
