@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from signoff.model import AuditEvent
 from signoff.store.audit import (
+    FIELDS,
     GENESIS_HASH,
     canonical_json,
     record_fields,
@@ -24,17 +25,7 @@ from signoff.store.audit import (
 )
 
 T0 = datetime(2026, 11, 27, 3, 0, tzinfo=UTC)
-COLUMNS = (
-    "request_id",
-    "thread",
-    "tool",
-    "tool_call_id",
-    "actor",
-    "principal",
-    "agent",
-    "rule",
-    "policy_hash",
-)
+COLUMNS = FIELDS[FIELDS.index("request_id") : FIELDS.index("data")]  # the optional text columns
 
 # every code point (lone surrogates, controls, bidi overrides, astral), or no value
 column_text = st.none() | st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF))

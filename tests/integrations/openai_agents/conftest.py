@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from agents import Agent, FunctionTool, RunConfig, Runner, function_tool, set_tracing_disabled
@@ -135,7 +136,38 @@ async def pending(gate: Gate, thread: str) -> ApprovalRequest:
     return found[0]
 
 
-__all__ = ["NO_TRACING", "Ran", "delete", "make_agent", "new_thread", "pending", "read", "run"]
+class Paused(NamedTuple):
+    agent: Agent[Any]
+    thread: str
+    result: Any  # the run that paused
+    request: ApprovalRequest
+
+
+@contextlib.asynccontextmanager
+async def approved_delete(gate: Gate, tools: list[FunctionTool]) -> AsyncIterator[Paused]:
+    """A run paused on ``delete_file`` whose request alice approved in signoff; the block
+    runs inside the run's thread context."""
+    agent = make_agent(gate, tools, delete())
+    thread = new_thread()
+    with gate.context(thread=thread):
+        result = await run(agent, "delete tmp/x")
+        req = await pending(gate, thread)
+        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+        yield Paused(agent, thread, result, req)
+
+
+__all__ = [
+    "NO_TRACING",
+    "Paused",
+    "Ran",
+    "approved_delete",
+    "delete",
+    "make_agent",
+    "new_thread",
+    "pending",
+    "read",
+    "run",
+]
 
 
 @pytest.fixture(autouse=True)

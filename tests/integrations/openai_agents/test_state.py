@@ -18,6 +18,7 @@ from signoff.integrations.openai_agents import aresolve
 from signoff.integrations.openai_agents.testing import function_call
 from tests.integrations.openai_agents.conftest import (
     Ran,
+    approved_delete,
     delete,
     make_agent,
     new_thread,
@@ -89,12 +90,7 @@ def tampered_arguments(saved: str, old: dict[str, Any], new: dict[str, Any]) -> 
 async def test_an_approved_state_with_tampered_arguments_runs_nothing(
     gate: Gate, tools: list[FunctionTool], ran: Ran
 ) -> None:
-    agent = make_agent(gate, tools, delete())
-    thread = new_thread()
-    with gate.context(thread=thread):
-        result = await run(agent, "delete tmp/x")
-        req = await pending(gate, thread)
-        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    async with approved_delete(gate, tools) as (agent, _thread, result, req):
         approved = (await aresolve(result, gate)).to_string()
         forged = tampered_arguments(approved, {"path": "tmp/x"}, {"path": "/"})
         assert forged != approved
@@ -115,12 +111,7 @@ async def test_an_approved_state_with_tampered_arguments_runs_nothing(
 async def test_resolve_rejects_a_paused_call_whose_arguments_were_tampered(
     gate: Gate, tools: list[FunctionTool], ran: Ran
 ) -> None:
-    agent = make_agent(gate, tools, delete())
-    thread = new_thread()
-    with gate.context(thread=thread):
-        result = await run(agent, "delete tmp/x")
-        req = await pending(gate, thread)
-        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    async with approved_delete(gate, tools) as (agent, _thread, result, _req):
         saved = tampered_arguments(result.to_state().to_string(), {"path": "tmp/x"}, {"path": "/"})
         state = await aresolve(await RunState.from_string(agent, saved), gate)
         result = await run(agent, state)
@@ -131,12 +122,7 @@ async def test_resolve_rejects_a_paused_call_whose_arguments_were_tampered(
 async def test_replaying_an_approved_state_runs_the_call_once(
     gate: Gate, tools: list[FunctionTool], ran: Ran
 ) -> None:
-    agent = make_agent(gate, tools, delete())
-    thread = new_thread()
-    with gate.context(thread=thread):
-        result = await run(agent, "delete tmp/x")
-        req = await pending(gate, thread)
-        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    async with approved_delete(gate, tools) as (agent, _thread, result, _req):
         approved = (await aresolve(result, gate)).to_string()
         first = await run(agent, await RunState.from_string(agent, approved))
         second = await run(agent, await RunState.from_string(agent, approved))
@@ -148,12 +134,7 @@ async def test_replaying_an_approved_state_runs_the_call_once(
 async def test_a_reused_call_id_with_other_arguments_is_refused(
     gate: Gate, tools: list[FunctionTool], ran: Ran
 ) -> None:
-    agent = make_agent(gate, tools, delete())
-    thread = new_thread()
-    with gate.context(thread=thread):
-        result = await run(agent, "delete tmp/x")
-        req = await pending(gate, thread)
-        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    async with approved_delete(gate, tools) as (_agent, _thread, result, _req):
         other = make_agent(gate, tools, delete("tmp/everything"))  # same call id, other args
         result = await run(other, "delete")
     assert not result.interruptions and ran.calls == []
@@ -163,12 +144,7 @@ async def test_a_reused_call_id_with_other_arguments_is_refused(
 async def test_a_failing_store_fails_closed(
     gate: Gate, tools: list[FunctionTool], ran: Ran, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    agent = make_agent(gate, tools, delete())
-    thread = new_thread()
-    with gate.context(thread=thread):
-        result = await run(agent, "delete tmp/x")
-        req = await pending(gate, thread)
-        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    async with approved_delete(gate, tools) as (agent, _thread, result, _req):
         state = await aresolve(result, gate)
 
         async def broken(*args: Any) -> None:
@@ -228,12 +204,7 @@ async def test_two_runs_racing_on_one_approved_state_run_the_call_once(
 ) -> None:
     import asyncio
 
-    agent = make_agent(gate, tools, delete())
-    thread = new_thread()
-    with gate.context(thread=thread):
-        result = await run(agent, "delete tmp/x")
-        req = await pending(gate, thread)
-        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    async with approved_delete(gate, tools) as (agent, _thread, result, _req):
         approved = (await aresolve(result, gate)).to_string()
         states = [await RunState.from_string(agent, approved) for _ in range(4)]
         outcomes = await asyncio.gather(*(run(agent, s) for s in states))

@@ -14,6 +14,7 @@ from signoff.integrations.openai_agents import aresolve, resolve, signoff_tools
 from signoff.integrations.openai_agents.testing import ScriptedModel, calls_then_summary
 from tests.integrations.openai_agents.conftest import (
     Ran,
+    approved_delete,
     delete,
     make_agent,
     new_thread,
@@ -62,12 +63,7 @@ async def test_call_needing_approval_pauses_with_one_stored_request(
 async def test_approved_in_signoff_runs_once_after_resolve(
     gate: Gate, tools: list[FunctionTool], ran: Ran
 ) -> None:
-    agent = make_agent(gate, tools, delete())
-    thread = new_thread()
-    with gate.context(thread=thread):
-        result = await run(agent, "delete tmp/x")
-        req = await pending(gate, thread)
-        await gate.adecide(req.id, [{"type": "approve"}], approver="alice")
+    async with approved_delete(gate, tools) as (agent, _thread, result, req):
         result = await run(agent, await aresolve(result, gate))
     assert ran.calls == [("delete_file", {"path": "tmp/x"})]
     assert result.final_output == "done: deleted tmp/x"
