@@ -11,7 +11,7 @@ from tests.tui.conftest import ask
 
 
 def test_intent_verdict_is_labelled_as_the_judges(agent: Gate) -> None:
-    req = ask(agent)
+    req = ask(agent).copy_for_update()  # a request of its own: the store's is shared
     req.action_requests[0].intent = {
         "judge": "gpt", "verdict": "[red]aligned[/]\x1b[0m", "reason": "as asked",
     }  # fmt: skip
@@ -22,7 +22,7 @@ def test_intent_verdict_is_labelled_as_the_judges(agent: Gate) -> None:
 
 
 def test_countdown_reads_as_hours_and_minutes_then_due(agent: Gate) -> None:
-    req = ask(agent)
+    req = ask(agent).copy_for_update()  # a request of its own: the store's is shared
     req.expires_at = utcnow() + timedelta(hours=2, minutes=30, seconds=30)
     assert rows.countdown(req) == "2h30m"
     req.expires_at = utcnow() - timedelta(seconds=1)
