@@ -22,8 +22,8 @@ from signoff.model import (
 )
 from signoff.store._idempotency import StoredCall
 from signoff.store._quarantine import Read, Unreadable, cancelled_event, split, to_request
-from signoff.store._sqlite_seal import Unsealed, chain
-from signoff.store.audit import GENESIS_HASH, iso_utc, parse_iso, seal_rows
+from signoff.store._sqlite_seal import Unsealed, chain, unsealed_all
+from signoff.store.audit import GENESIS_HASH, iso_utc, parse_iso
 from signoff.store.base import AuditQuery, QuarantinedRequest
 
 AUDIT_COLUMNS = (
@@ -360,23 +360,15 @@ def insert_audit(conn: sqlite3.Connection, events: list[AuditEvent], origin: str
     reading the last hash and inserting: the chain stays linear across processes. Inside a
     group commit the rows are inserted at its end (:meth:`ChainHead.flush`).
     """
-    append_sealed(conn, seal_audit(conn, events, origin))
-
-
-def seal_audit(
-    conn: sqlite3.Connection, events: list[AuditEvent], origin: str
-) -> list[tuple[Any, ...]]:
-    """``events`` sealed after the chain's head as this transaction has it, not stored yet:
-    :func:`append_sealed` stores them (nothing may be appended in between)."""
-    if not events:
-        return []
-    return [(*row, origin) for row in seal_rows(events, *_head(conn))]
+    append_sealed(conn, seal_unsealed(conn, unsealed_all(events), origin))
 
 
 def seal_unsealed(
     conn: sqlite3.Connection, items: list[Unsealed], origin: str
 ) -> list[tuple[Any, ...]]:
-    """:func:`seal_audit` of events whose chain-independent text the caller prepared."""
+    """Events (their chain-independent text, :mod:`._sqlite_seal`) sealed after the chain's
+    head as this transaction has it, not stored yet: :func:`append_sealed` stores them
+    (nothing may be appended in between)."""
     if not items:
         return []
     return chain(items, *_head(conn), origin)
@@ -395,7 +387,7 @@ def _head(conn: sqlite3.Connection) -> tuple[int, str]:
 
 
 def append_sealed(conn: sqlite3.Connection, sealed: list[tuple[Any, ...]]) -> None:
-    """Store rows from :func:`seal_audit`: queued for the group's flush, or inserted now."""
+    """Store rows from :func:`seal_unsealed`: queued for the group's flush, or inserted now."""
     if not sealed:
         return
     head = _chain_heads.get(conn)
