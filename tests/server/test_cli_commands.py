@@ -80,10 +80,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.slow
-def test_serve_answers_and_shuts_down_gracefully_with_a_long_poll_open(config: Path) -> None:
-    _, out = invoke("token", "create", "--agent", "bot", "--json", "--config", str(config))
-    token = json.loads(out)["token"]
+def start_serve(config: Path) -> tuple[subprocess.Popen[str], str]:
+    """`signoff serve` in its own process, once it answers /healthz; (process, base URL)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "signoff", "serve", "--config", str(config), "--port", str(port)],
@@ -93,16 +91,25 @@ def test_serve_answers_and_shuts_down_gracefully_with_a_long_poll_open(config: P
         env={**os.environ, "COLUMNS": "200"},
     )
     url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:  # waiting for a child process to start listening
+        try:
+            if httpx.get(f"{url}/healthz").status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError(proc.communicate()[0])
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_serve_answers_and_shuts_down_gracefully_with_a_long_poll_open(config: Path) -> None:
+    _, out = invoke("token", "create", "--agent", "bot", "--json", "--config", str(config))
+    token = json.loads(out)["token"]
+    proc, url = start_serve(config)
     try:
-        deadline = time.monotonic() + 30
-        while True:  # waiting for a child process to start listening
-            try:
-                if httpx.get(f"{url}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline and proc.poll() is None, proc.stdout
-            time.sleep(0.1)
         client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"})
         body = {
             "tool_calls": [
@@ -172,3 +179,27 @@ def test_web_demo_finishes_on_its_own_without_a_terminal(tmp_path: Path) -> None
     assert "/inbox" in out and "/login/link?t=" in out
     assert "decides in the API: edit" in out and '"amount": 25' in out
     assert "not today" in out and "rm -rf dist" in out
+
+
+@pytest.mark.slow
+def test_a_token_revoked_by_the_cli_stops_working_on_a_running_server(config: Path) -> None:
+    """The server caches active tokens; `signoff token revoke` in another process must still
+    reach it (docs/server.md: within half a second). Polled, not timed."""
+    _, out = invoke("token", "create", "--agent", "bot", "--json", "--config", str(config))
+    created = json.loads(out)
+    proc, url = start_serve(config)
+    try:
+        with httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {created['token']}"}
+        ) as c:
+            assert c.get("/v1/me").status_code == 200
+            assert c.get("/v1/me").status_code == 200  # now answered from the cache
+            assert invoke("token", "revoke", created["id"], "--config", str(config))[0] == 0
+            hang_guard = time.monotonic() + 30  # not a bound: that is in test_token_cache.py
+            while (answer := c.get("/v1/me")).status_code == 200:
+                assert time.monotonic() < hang_guard
+            assert answer.status_code == 401, answer.text
+            assert "revoked" in answer.text
+    finally:
+        proc.kill()
+        proc.wait()

@@ -16,6 +16,7 @@ class MemoryServerDB:
         self._tokens: dict[str, TokenRecord] = {}
         self._sessions: dict[str, SessionRecord] = {}
         self._links: dict[str, LinkRecord] = {}
+        self.token_writes = 0
 
     async def open(self) -> None:
         return None
@@ -28,6 +29,7 @@ class MemoryServerDB:
 
     async def add_token(self, record: TokenRecord) -> None:
         with self._lock:
+            self.token_writes += 1
             self._tokens[record.token_hash] = record
 
     async def token_by_hash(self, token_hash: str) -> TokenRecord | None:
@@ -37,8 +39,12 @@ class MemoryServerDB:
         with self._lock:
             return sorted(self._tokens.values(), key=lambda t: t.created_at)
 
+    async def tokens_version(self) -> int:
+        return self.token_writes  # one process: its own writes are every change
+
     async def revoke_token(self, token_id: str, now: float) -> bool:
         with self._lock:
+            self.token_writes += 1
             for key, token in self._tokens.items():
                 if token.id == token_id and token.active:
                     self._tokens[key] = dataclasses.replace(token, revoked_at=now)

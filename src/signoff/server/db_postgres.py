@@ -53,6 +53,35 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE INDEX server_links_request
            ON {s}.server_links (request_id, approver) WHERE used_at IS NULL""",
     ),
+    (  # 2: one row every change to the tokens table bumps (a trigger: any writer, any replica)
+        """CREATE TABLE {s}.server_token_changes (
+            id      integer PRIMARY KEY CHECK (id = 1),
+            version bigint NOT NULL
+        )""",
+        "INSERT INTO {s}.server_token_changes (id, version) VALUES (1, 0)",
+        """CREATE FUNCTION {s}.server_tokens_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE {s}.server_token_changes SET version = version + 1 WHERE id = 1;
+            RETURN NULL;
+        END $$""",
+        """CREATE TRIGGER server_tokens_changed AFTER INSERT OR UPDATE OR DELETE
+           ON {s}.server_tokens FOR EACH STATEMENT EXECUTE FUNCTION {s}.server_tokens_changed()""",
+        # Roles already granted the tokens table (`signoff db upgrade --grant`) may bump and
+        # read the row too, so replicas keep working after the upgrade without a second grant.
+        """DO $do$
+        DECLARE r text;
+        BEGIN
+            FOR r IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
+                     WHERE table_schema = {schema} AND table_name = 'server_tokens'
+                       AND privilege_type = 'UPDATE' AND grantee <> current_user
+                       AND grantee <> 'PUBLIC'
+            LOOP
+                EXECUTE format('GRANT SELECT, UPDATE ON %I.server_token_changes TO %I',
+                               {schema}, r);
+            END LOOP;
+        END
+        $do$""",
+    ),
 )
 
 _TOKEN = "id, token_hash, kind, subject, created_at, trusted_roles, label, revoked_at"
@@ -64,9 +93,10 @@ class PostgresServerDB:
         self.store = store
         self._s = sql.Identifier(store.schema)
         self._secret: bytes | None = None
+        self.token_writes = 0
 
     def _q(self, text: str) -> sql.Composed:
-        return sql.SQL(text).format(s=self._s)
+        return sql.SQL(text).format(s=self._s, schema=sql.Literal(self.store.schema))
 
     async def _rows(self, text: str, params: tuple[Any, ...], doing: str) -> list[Any]:
         async def job(conn: Conn) -> list[Any]:
@@ -149,6 +179,12 @@ class PostgresServerDB:
 
     # ---------------------------------------------------------------- tokens
     async def add_token(self, record: TokenRecord) -> None:
+        try:
+            await self._add_token(record)
+        finally:
+            self.token_writes += 1  # after the commit: see TokenCache
+
+    async def _add_token(self, record: TokenRecord) -> None:
         await self._rows(
             f"INSERT INTO {{s}}.server_tokens ({_TOKEN}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
             (
@@ -178,7 +214,19 @@ class PostgresServerDB:
         )
         return [TokenRecord(*row) for row in rows]
 
+    async def tokens_version(self) -> int:
+        rows = await self._rows(
+            "SELECT version FROM {s}.server_token_changes WHERE id = 1", (), "reading tokens"
+        )
+        return int(rows[0][0])
+
     async def revoke_token(self, token_id: str, now: float) -> bool:
+        try:
+            return await self._revoke_token(token_id, now)
+        finally:
+            self.token_writes += 1  # after the commit: see TokenCache
+
+    async def _revoke_token(self, token_id: str, now: float) -> bool:
         (count,) = await self._rows(
             "WITH t AS (UPDATE {s}.server_tokens SET revoked_at = %s "
             "  WHERE id = %s AND revoked_at IS NULL RETURNING id), "

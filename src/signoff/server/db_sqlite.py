@@ -53,6 +53,20 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE INDEX signoff_server_links_request
            ON signoff_server_links (request_id, approver) WHERE used_at IS NULL""",
     ),
+    (  # 2: one row every change to the tokens table bumps (triggers: any writer, any process)
+        """CREATE TABLE signoff_server_token_changes (
+            id      INTEGER PRIMARY KEY CHECK (id = 1),
+            version INTEGER NOT NULL
+        )""",
+        "INSERT INTO signoff_server_token_changes (id, version) VALUES (1, 0)",
+        *(
+            f"""CREATE TRIGGER signoff_server_tokens_{event.lower()} AFTER {event}
+                ON signoff_server_tokens BEGIN
+                UPDATE signoff_server_token_changes SET version = version + 1 WHERE id = 1;
+            END"""
+            for event in ("INSERT", "UPDATE", "DELETE")
+        ),
+    ),
 )
 
 _TOKEN_COLUMNS = "id, token_hash, kind, subject, created_at, trusted_roles, label, revoked_at"
@@ -68,6 +82,7 @@ class SQLiteServerDB:
         self._reader: sqlite3.Connection | None = None
         self._writer: sqlite3.Connection | None = None
         self._secret: bytes | None = None
+        self.token_writes = 0
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -144,6 +159,12 @@ class SQLiteServerDB:
 
     # ---------------------------------------------------------------- tokens
     async def add_token(self, record: TokenRecord) -> None:
+        try:
+            await self._add_token(record)
+        finally:
+            self.token_writes += 1  # after the commit: see TokenCache
+
+    async def _add_token(self, record: TokenRecord) -> None:
         await self._write(
             lambda c: c.execute(
                 f"INSERT INTO signoff_server_tokens ({_TOKEN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)",
@@ -173,7 +194,17 @@ class SQLiteServerDB:
         )
         return [_token(r) for r in rows]
 
+    async def tokens_version(self) -> int:
+        rows = self._read("SELECT version FROM signoff_server_token_changes WHERE id = 1", ())
+        return int(rows[0][0])
+
     async def revoke_token(self, token_id: str, now: float) -> bool:
+        try:
+            return await self._revoke_token(token_id, now)
+        finally:
+            self.token_writes += 1  # after the commit: see TokenCache
+
+    async def _revoke_token(self, token_id: str, now: float) -> bool:
         def job(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
                 "UPDATE signoff_server_tokens SET revoked_at = ? "

@@ -19,6 +19,7 @@ from signoff.policy import Policy
 from signoff.server.errors import forbidden, unauthorized
 from signoff.server.records import ServerDB, TokenKind, digest
 from signoff.server.settings import AuthSettings
+from signoff.server.token_cache import TokenCache
 
 SESSION_COOKIE = "signoff_session"
 Via = Literal["token", "session", "proxy"]
@@ -59,6 +60,7 @@ class Authenticator:
         self.db = db
         self.policy = policy
         self.settings = settings
+        self.tokens = TokenCache(db)
 
     def person(self, name: str, *, via: Via = "token", session_key: str | None = None) -> Identity:
         roles = self.policy.roles_of(name)
@@ -101,7 +103,7 @@ class Authenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise unauthorized("the Authorization header must be `Bearer <token>`")
-        record = await self.db.token_by_hash(digest(token))
+        record = await self.tokens.get(digest(token))
         if record is None or not record.active:
             raise unauthorized("this token is unknown or was revoked; ask for a new one")
         if record.kind == "agent":

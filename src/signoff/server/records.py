@@ -95,6 +95,14 @@ class ServerDB(Protocol):
 
     async def list_tokens(self) -> list[TokenRecord]: ...
 
+    token_writes: int
+    """Token creations and revocations made through this object (this process): a cache
+    of tokens drops its entries at once when it moves."""
+
+    async def tokens_version(self) -> int:
+        """A number every change to the tokens, by any process or replica, moves."""
+        ...
+
     async def revoke_token(self, token_id: str, now: float) -> bool:
         """Revoke a token and end its sessions; False when no active token has this id."""
         ...

@@ -47,6 +47,7 @@ _SERVER_NEEDS = (
     ("server_sessions", ("SELECT", "INSERT", "UPDATE", "DELETE")),
     ("server_links", ("SELECT", "INSERT", "UPDATE", "DELETE")),
     ("server_meta", ("SELECT",)),
+    ("server_token_changes", ("SELECT", "UPDATE")),
 )
 
 _TRIGGERS = """

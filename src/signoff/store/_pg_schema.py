@@ -357,6 +357,7 @@ SERVER_GRANTS = (
     "GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.server_tokens, {s}.server_sessions, "
     "{s}.server_links TO {role}",
     "GRANT SELECT ON {s}.server_meta TO {role}",
+    "GRANT SELECT, UPDATE ON {s}.server_token_changes TO {role}",  # bumped by a token trigger
 )
 
 
