@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import resource
 import socket
 import subprocess
@@ -37,6 +38,7 @@ from signoff.client import RemoteGate
 AGENT = "bench-agent"
 RESUME_TARGET = Target("resume.wake_ms.median", "<=", 10.0, "ms")
 WAKE_ALL_TARGET = Target("many_waiters.woken_fraction", ">=", 1.0, "")
+REVOCATION_TARGET = Target("token_revocation.refused_after_ms.max", "<=", 1000.0, "ms")
 CONCURRENT_AGENTS = 8
 WAITERS_PER_CLIENT = 50
 
@@ -372,6 +374,37 @@ async def _cycles(
     }
 
 
+# ---------------------------------------------------------------------- 4. token revocation
+async def _revocation(server: ServerProcess, rounds: int) -> dict[str, Any]:
+    """A token revoked by another process (this one, with its own connection to the file, as
+    ``signoff token revoke`` has) while the server holds it in its token cache: revoke returns
+    → the server's first 401, polling every 2 ms; a random 0-0.6 s phase against the cache's
+    0.5 s version check."""
+    from signoff.server.db_sqlite import SQLiteServerDB
+    from signoff.server.tokens import create_token, revoke_token
+
+    db = SQLiteServerDB(str(server.config.parent / "server.db"))
+    await db.open()
+    rng = random.Random(7)
+    latencies: list[float] = []
+    try:
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            for _ in range(rounds):
+                raw, record = await create_token(db, "agent", AGENT)
+                headers = {"Authorization": f"Bearer {raw}"}
+                for _ in range(2):  # the second one is answered from the cache
+                    assert (await client.get("/v1/me", headers=headers)).status_code == 200
+                await asyncio.sleep(rng.uniform(0, 0.6))
+                assert await revoke_token(db, record.id)
+                revoked = time.perf_counter()
+                while (await client.get("/v1/me", headers=headers)).status_code == 200:
+                    await asyncio.sleep(0.002)
+                latencies.append((time.perf_counter() - revoked) * 1000)
+    finally:
+        await db.close()
+    return {"rounds": rounds, "refused_after_ms": summarize(latencies, 1)}
+
+
 # ---------------------------------------------------------------------- entry points
 def run(quick: bool) -> dict[str, Any]:
     n_resume = 30 if quick else 300
@@ -388,6 +421,7 @@ def run(quick: bool) -> dict[str, Any]:
             resume = asyncio.run(_resume(server, agent, approver, n_resume))
             cycles = asyncio.run(_cycles(server, agent, approver, n_cycles, CONCURRENT_AGENTS))
             many = asyncio.run(_many_waiters(server, agent, approver, n_waiters, idle_s))
+            revocation = asyncio.run(_revocation(server, 5 if quick else 30))
         finally:
             server.stop()
     result: dict[str, Any] = {
@@ -401,13 +435,15 @@ def run(quick: bool) -> dict[str, Any]:
         "resume": resume,
         "many_waiters": many,
         "cycles": cycles,
+        "token_revocation": revocation,
     }
-    return judge(result, [RESUME_TARGET, WAKE_ALL_TARGET])
+    return judge(result, [RESUME_TARGET, WAKE_ALL_TARGET, REVOCATION_TARGET])
 
 
 def rows(result: dict[str, Any]) -> list[Row]:
     met = result["targets_met"]
     r, m, c = result["resume"], result["many_waiters"], result["cycles"]
+    t = result["token_revocation"]
     return [
         Row(
             "server: decision POST -> remote agent's wait returns, p50/p99",
@@ -437,5 +473,12 @@ def rows(result: dict[str, Any]) -> list[Row]:
             f"server CPU {fmt(c['server_cpu_ms_per_cycle'], 'ms', 2)}/cycle "
             f"(event loop {fmt(c['server_cpu_ms_per_cycle_split']['loop'], 'ms', 2)}); "
             f"cycle p50 {fmt(c['cycle_ms']['median'], 'ms', 1)}",
+        ),
+        Row(
+            "server: token revoked by another process → refused, p50/max",
+            f"{fmt(t['refused_after_ms']['median'], 'ms', 0)} / "
+            f"{fmt(t['refused_after_ms']['max'], 'ms', 0)}",
+            f"≤ 1 s: {mark(met[REVOCATION_TARGET.describe()])}",
+            f"{t['rounds']} rounds, random phase against the 0.5 s token-cache check",
         ),
     ]
