@@ -119,6 +119,17 @@ def test_an_editor_who_qualifies_under_the_new_rule_counts(gate: Gate) -> None:
     assert done.calls[0].resolution == "edited"
 
 
+def test_an_editor_who_alone_completes_the_new_rule_resolves_it(gate: Gate) -> None:
+    """Re-routed, and the new rule (on_error: 1 of admin) is met by the editor (alice, admin):
+    the edit resolves at once, still audited as re-routed."""
+    rid = pending_transfer(gate)
+    done = edit(gate, rid, "alice", "5000000")
+    assert done.action_requests[0].rule == "defaults.on_error"
+    assert done.calls[0].resolution == "edited" and done.calls[0].approvals == ["alice"]
+    rerouted = [e for e in events(gate, rid) if e.event == "edit_rerouted"]
+    assert len(rerouted) == 1 and rerouted[0].data["editor_counted"] is True
+
+
 def test_an_edit_within_the_same_rule_resolves_as_before(gate: Gate) -> None:
     rid = pending_transfer(gate)
     req = edit(gate, rid, "dave", 700)
