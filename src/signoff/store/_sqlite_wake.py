@@ -71,12 +71,14 @@ class Doorbell:
                 return self._sock
             path = os.path.join(self.dir, f"{os.getpid()}-{secrets.token_hex(4)}.s")
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self._own = path  # before the file exists: a ring from now on leaves it out
             try:
                 os.makedirs(self.dir, mode=0o700, exist_ok=True)
                 sock.bind(path)
                 sock.setblocking(False)
             except OSError as exc:
                 sock.close()
+                self._own = None
                 self._unusable = True  # said once; polling from now on
                 log.warning(
                     "cross-process wake-up falls back to polling: cannot bind a socket in %s (%s)",
@@ -84,7 +86,7 @@ class Doorbell:
                     exc,
                 )
                 return None
-            self._own, self._sock = path, sock
+            self._sock = sock
             return sock
 
     def drain(self) -> None:
@@ -127,9 +129,16 @@ class Doorbell:
 
     # ---------------------------------------------------------------- sending
     def ring(self) -> None:
-        """After a commit: one datagram to every other watcher of this database."""
+        """After a commit: one datagram to every other watcher of this database.
+
+        Never to our own socket, whatever the listing says: a listing taken while
+        :meth:`listen` was binding it (the file there, ``_own`` not yet set) holds it until
+        the directory changes again, and ringing it made our own watcher wake, see a new
+        ``data_version`` (our own commit) and drop the document cache after every commit."""
+        own = self._own
         for path in self._peers():
-            self._send(path)
+            if path != own:
+                self._send(path)
 
     def _peers(self) -> list[str]:
         try:
