@@ -30,11 +30,16 @@ import select
 import socket
 import tempfile
 import threading
+import time
 
 log = logging.getLogger("signoff.store")
 
 _MAX_SUN_PATH = 107
 _NAME_LEN = 24  # "<pid>-<hex>.s", generously
+# Directory timestamps are coarse on many systems (a jiffy on Linux before 6.13's multigrain
+# timestamps, 1-2 s on some filesystems): a socket bound in the same tick as the last change
+# does not change the mtime a listing was keyed on.
+_RACY_NS = 2_000_000_000
 
 
 def wake_dir(db_path: str) -> str:
@@ -57,7 +62,8 @@ class Doorbell:
         self._sock: socket.socket | None = None
         self._sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._sender.setblocking(False)
-        self._listing: tuple[int, list[str]] = (-1, [])  # (directory mtime, peer paths)
+        # (directory mtime, peer paths, whether that mtime is too old to hide a later change)
+        self._listing: tuple[int, list[str], bool] = (-1, [], False)
         self._lock = threading.Lock()
         self._unusable = False
         self.rings = 0
@@ -145,8 +151,9 @@ class Doorbell:
             mtime = os.stat(self.dir).st_mtime_ns
         except OSError:
             return []  # nobody has ever watched this database
-        seen, peers = self._listing
-        if mtime != seen:
+        seen, peers, settled = self._listing
+        if mtime != seen or not settled:
+            now = time.time_ns()  # before listing: anything bound after it is not in it
             try:
                 names = os.listdir(self.dir)
             except OSError:
@@ -157,7 +164,10 @@ class Doorbell:
                 for p in (os.path.join(self.dir, n) for n in names if n.endswith(".s"))
                 if p != own
             ]
-            self._listing = (mtime, peers)
+            # A listing made within the timestamp granularity of the directory's last change
+            # may miss a socket bound in the same tick, which leaves the mtime as it was:
+            # list again at every ring until the change is older than that.
+            self._listing = (mtime, peers, now - mtime > _RACY_NS)
         return peers
 
     def _send(self, path: str) -> None:
@@ -177,4 +187,4 @@ class Doorbell:
         with contextlib.suppress(OSError):
             os.unlink(path)
             self.stale_removed += 1
-        self._listing = (-1, [])
+        self._listing = (-1, [], False)

@@ -1,4 +1,5 @@
-"""The doorbell never rings its own store's socket (issue #15 round 5).
+"""Whom the doorbell rings: never its own store's socket, and every waiter that bound its socket
+in the same timestamp tick as the last listing (issue #15 round 5).
 
 A writer that lists ``<database>-wake/`` while the watcher of the same store is binding its
 socket (the file already there, the doorbell not yet knowing it is its own) kept that socket
@@ -9,7 +10,9 @@ whole document cache each time (seen once under load: 505 rings, 759 cache drops
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +70,47 @@ def test_rings_go_to_every_other_socket_and_not_its_own(tmp_path: Path) -> None:
     finally:
         bell.close()
         other.close()
+
+
+def test_a_waiter_bound_in_the_same_timestamp_tick_as_the_last_listing_is_still_rung(
+    tmp_path: Path,
+) -> None:
+    """Directory mtimes are coarse on many systems (a jiffy before Linux 6.13, 1-2 s on some
+    filesystems): a socket bound in the tick of the listing leaves the mtime as it was. The
+    listing was keyed on that mtime, so the new waiter was never rung (it woke only by its
+    1 s safety look). Here the mtime is put back by hand, as such a clock leaves it."""
+    db = str(tmp_path / "s.db")
+    bell, first, late = Doorbell(db), Doorbell(db), Doorbell(db)
+    try:
+        assert first.listen() is not None
+        bell.ring()  # lists the directory: one peer
+        listed = os.stat(bell.dir)
+        sock = late.listen()
+        assert sock is not None
+        os.utime(bell.dir, ns=(listed.st_atime_ns, listed.st_mtime_ns))  # the same tick
+        bell.ring()
+        assert _rang(sock) == 1
+    finally:
+        for d in (bell, first, late):
+            d.close()
+
+
+def test_a_listing_is_not_redone_at_every_ring_once_the_directory_is_old(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    bell, peer = Doorbell(db), Doorbell(db)
+    try:
+        assert peer.listen() is not None
+        old = time.time_ns() - 60 * 10**9
+        os.utime(bell.dir, ns=(old, old))
+        bell.ring()
+        late = Doorbell(db)
+        try:
+            assert late.listen() is not None
+            os.utime(bell.dir, ns=(old, old))  # a change the mtime cannot show
+            bell.ring()  # an old mtime's listing is trusted (the cost side: no listdir per ring)
+            assert late._sock is not None and _rang(late._sock) == 0
+        finally:
+            late.close()
+    finally:
+        bell.close()
+        peer.close()
