@@ -100,6 +100,9 @@ async def _measure(store: Store, agents: int, cycles: int, warmup: int) -> dict[
         "mean_group_size": stats.get("mean_group_size"),
         # SQLite: writes that found the request's document in the store's cache (no SELECT)
         "doc_cache_hits": stats.get("cache_hits"),
+        # SQLite: whole-cache drops and doorbell datagrams sent (no other process here: ~0)
+        "doc_cache_drops": stats.get("cache_drops"),
+        "doorbell_rings": stats.get("doorbell_rings"),
         "jobs_per_cycle": round(stats["jobs"] / (done + warmup), 2) if "jobs" in stats else None,
     }
 

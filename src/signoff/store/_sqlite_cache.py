@@ -119,7 +119,9 @@ class DocCache:
         """From the watcher, after its first look dropped the cache: reads may use it."""
         with self._lock:
             self.generation += 1
-            self._entries.clear()
+            if self._entries:
+                self._entries.clear()
+                self.drops += 1
             self.trusted = True
 
     def peek(self, request_id: str) -> Cached | None:

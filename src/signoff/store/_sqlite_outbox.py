@@ -62,12 +62,16 @@ def to_item(row: tuple[Any, ...]) -> OutboxItem:
     )
 
 
+_INSERT = f"INSERT OR IGNORE INTO outbox ({COLUMNS}) VALUES ({','.join('?' * 14)})"
+
+
 def insert(conn: sqlite3.Connection, items: Sequence[OutboxItem]) -> int:
+    """The rows of ``items`` (none: no statement — a request without channels is the common
+    create, and each statement is a GIL hand-off on the SQLite writer)."""
+    if not items:
+        return 0
     before = conn.total_changes
-    conn.executemany(
-        f"INSERT OR IGNORE INTO outbox ({COLUMNS}) VALUES ({','.join('?' * 14)})",
-        [_row(i) for i in items],
-    )
+    conn.executemany(_INSERT, [_row(i) for i in items])
     return conn.total_changes - before
 
 

@@ -30,11 +30,16 @@ import select
 import socket
 import tempfile
 import threading
+import time
 
 log = logging.getLogger("signoff.store")
 
 _MAX_SUN_PATH = 107
 _NAME_LEN = 24  # "<pid>-<hex>.s", generously
+# Directory timestamps are coarse on many systems (a jiffy on Linux before 6.13's multigrain
+# timestamps, 1-2 s on some filesystems): a socket bound in the same tick as the last change
+# does not change the mtime a listing was keyed on.
+_RACY_NS = 2_000_000_000
 
 
 def wake_dir(db_path: str) -> str:
@@ -57,7 +62,8 @@ class Doorbell:
         self._sock: socket.socket | None = None
         self._sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._sender.setblocking(False)
-        self._listing: tuple[int, list[str]] = (-1, [])  # (directory mtime, peer paths)
+        # (directory mtime, peer paths, whether that mtime is too old to hide a later change)
+        self._listing: tuple[int, list[str], bool] = (-1, [], False)
         self._lock = threading.Lock()
         self._unusable = False
         self.rings = 0
@@ -71,12 +77,14 @@ class Doorbell:
                 return self._sock
             path = os.path.join(self.dir, f"{os.getpid()}-{secrets.token_hex(4)}.s")
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self._own = path  # before the file exists: a ring from now on leaves it out
             try:
                 os.makedirs(self.dir, mode=0o700, exist_ok=True)
                 sock.bind(path)
                 sock.setblocking(False)
             except OSError as exc:
                 sock.close()
+                self._own = None
                 self._unusable = True  # said once; polling from now on
                 log.warning(
                     "cross-process wake-up falls back to polling: cannot bind a socket in %s (%s)",
@@ -84,7 +92,7 @@ class Doorbell:
                     exc,
                 )
                 return None
-            self._own, self._sock = path, sock
+            self._sock = sock
             return sock
 
     def drain(self) -> None:
@@ -127,17 +135,25 @@ class Doorbell:
 
     # ---------------------------------------------------------------- sending
     def ring(self) -> None:
-        """After a commit: one datagram to every other watcher of this database."""
+        """After a commit: one datagram to every other watcher of this database.
+
+        Never to our own socket, whatever the listing says: a listing taken while
+        :meth:`listen` was binding it (the file there, ``_own`` not yet set) holds it until
+        the directory changes again, and ringing it made our own watcher wake, see a new
+        ``data_version`` (our own commit) and drop the document cache after every commit."""
+        own = self._own
         for path in self._peers():
-            self._send(path)
+            if path != own:
+                self._send(path)
 
     def _peers(self) -> list[str]:
         try:
             mtime = os.stat(self.dir).st_mtime_ns
         except OSError:
             return []  # nobody has ever watched this database
-        seen, peers = self._listing
-        if mtime != seen:
+        seen, peers, settled = self._listing
+        if mtime != seen or not settled:
+            now = time.time_ns()  # before listing: anything bound after it is not in it
             try:
                 names = os.listdir(self.dir)
             except OSError:
@@ -148,7 +164,10 @@ class Doorbell:
                 for p in (os.path.join(self.dir, n) for n in names if n.endswith(".s"))
                 if p != own
             ]
-            self._listing = (mtime, peers)
+            # A listing made within the timestamp granularity of the directory's last change
+            # may miss a socket bound in the same tick, which leaves the mtime as it was:
+            # list again at every ring until the change is older than that.
+            self._listing = (mtime, peers, now - mtime > _RACY_NS)
         return peers
 
     def _send(self, path: str) -> None:
@@ -168,4 +187,4 @@ class Doorbell:
         with contextlib.suppress(OSError):
             os.unlink(path)
             self.stale_removed += 1
-        self._listing = (-1, [])
+        self._listing = (-1, [], False)

@@ -903,6 +903,7 @@ class SQLiteStore:
             "cache_hits": self._cache.hits,
             "cache_misses": self._cache.misses,
             "cache_reads_trusted": self._cache.trusted,
+            "cache_drops": self._cache.drops,  # whole-cache drops (another commit, a restart)
         }
 
 
