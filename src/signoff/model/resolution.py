@@ -13,7 +13,8 @@ That private copy may share the items of ``action_requests``, ``decisions`` and
 ``review_configs``, and the ``principal``, with the stored snapshot it replaces (the
 MemoryStore's copy on write: ``store/memory.py``). So a change *replaces* such an item (its
 list is the copy's own) and never changes one in place; calls (``CallState``) are the
-copy's own and are changed in place.
+copy's own and are changed in place, except their ``action``, which the copy may share too
+and a change replaces (an edit, sealing a finished call's secrets).
 """
 
 from __future__ import annotations

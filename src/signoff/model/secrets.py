@@ -57,8 +57,8 @@ def seal_finished(req: ApprovalRequest, sealer: Sealer) -> None:
     done = {c.tool_call_id for c in req.calls if finished(c)}
     if not done:
         return
-    # action requests and decisions are replaced, never changed: a store's working copy may
-    # share them with the snapshot it replaces (model/resolution.py, in_place)
+    # action requests, decisions and a call's action are replaced, never changed: a store's
+    # working copy may share them with the snapshot it replaces (model/resolution.py, in_place)
     for i, action in enumerate(req.action_requests):
         if action.tool_call_id in done:
             args = sealer.seal(action.args)
@@ -66,7 +66,9 @@ def seal_finished(req: ApprovalRequest, sealer: Sealer) -> None:
                 req.action_requests[i] = action.model_copy(update={"args": args})
     for call in req.calls:
         if call.tool_call_id in done:
-            call.action.args = sealer.seal(call.action.args)
+            args = sealer.seal(call.action.args)
+            if args is not call.action.args:  # replaced, not changed: it may be shared too
+                call.action = call.action.model_copy(update={"args": args})
     for i, decision in enumerate(req.decisions):
         edited = decision.edited_action
         if decision.tool_call_id in done and edited is not None:
