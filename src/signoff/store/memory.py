@@ -126,7 +126,8 @@ class MemoryStore(MemoryOutbox):
                 self._calls[(request.thread, call_id)] = StoredCall(request.id, fingerprint)
             self._append_locked(events)
             self.add_locked(outbox)
-        self._listeners.notify(request, listener_event([e.event for e in events], request))
+        if self._listeners:  # the event's name is worked out only for someone listening
+            self._listeners.notify(request, listener_event([e.event for e in events], request))
         return request, True
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
@@ -192,7 +193,8 @@ class MemoryStore(MemoryOutbox):
             self._append_locked(transition.events)
         if new.terminal:
             self._waiters.wake(new, shared=True)
-        self._listeners.notify(new, listener_event([e.event for e in transition.events], new))
+        if self._listeners:
+            self._listeners.notify(new, listener_event([e.event for e in transition.events], new))
         return transition
 
     async def due_requests(self, now: datetime, limit: int = 100) -> list[str]:
