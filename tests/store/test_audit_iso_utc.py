@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from signoff.store.audit import canonical_json, iso_utc
+from signoff.store.audit import _canonical_data, canonical_json, iso_utc, json_native
 
 
 @given(st.datetimes(timezones=st.just(UTC)))
@@ -57,3 +57,14 @@ def test_canonical_json_writes_datetimes_as_iso_utc_and_refuses_a_circular_value
     loop.append(loop)
     with pytest.raises(ValueError, match="Circular reference"):
         canonical_json(loop)
+
+
+@given(st.dictionaries(st.text(), _JSON, max_size=5))
+def test_plain_event_data_is_encoded_as_its_stored_form(data: dict[str, object]) -> None:
+    # the prebuilt encoder for plain data gives the text of the JSON-native round trip
+    assert _canonical_data(data) == (canonical_json(json_native(data)) if data else "{}")
+
+
+def test_plain_data_sharing_one_list_twice_is_encoded_twice() -> None:
+    shared = [1, "x"]
+    assert _canonical_data({"b": shared, "a": shared}) == '{"a":[1,"x"],"b":[1,"x"]}'

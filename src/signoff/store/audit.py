@@ -196,7 +196,11 @@ def _canonical_data(data: Mapping[str, Any]) -> str:
         plain = _json_plain(data)
     except RecursionError:
         plain = False
-    return canonical_json(data if plain else json_native(data))
+    if not plain:
+        return canonical_json(json_native(data))
+    if _PLAIN is None:
+        return canonical_json(data)
+    return "".join(_PLAIN(data, 0))
 
 
 def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
@@ -213,6 +217,15 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
 # json's own C string encoder (what the canonical encoder calls for every str with
 # ensure_ascii=True), so a field's text is exactly the canonical encoder's
 _ascii_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+# The canonical encoder once for every plain value: _json_plain has walked it to the end, so
+# it holds no cycle and needs no record of the containers being encoded (which is all a C
+# encoder would keep from one call to the next); the same text as canonical_json.
+_PLAIN: Any = (
+    None
+    if _c_make_encoder is None
+    else _c_make_encoder(None, _json_default, _ascii_string, None, ":", ",", True, False, True)
+)
 
 
 class Unsealed(NamedTuple):
