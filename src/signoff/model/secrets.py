@@ -86,7 +86,7 @@ def seal_events(events: Iterable[AuditEvent], sealer: Sealer) -> None:
     for event in events:
         for name in ARG_FIELDS:
             value = event.data.get(name)
-            if isinstance(value, Mapping):
+            if value is not None and isinstance(value, Mapping):  # no ABC check for None
                 event.data[name], event.data[f"{name}_digest"] = sealer.audited(value)
 
 

@@ -244,7 +244,9 @@ class Unsealed(NamedTuple):
 
     def hashed(self, seq: int, prev_hash: str) -> str:
         """The canonical JSON of the row without ``hash``: what its hash is taken of."""
-        return f"{self.front}{_text(prev_hash)}{self.middle}{_text(seq)}{self.back}"
+        link = _ascii_string(prev_hash) if type(prev_hash) is str else _text(prev_hash)
+        place = str(seq) if type(seq) is int else _text(seq)
+        return f"{self.front}{link}{self.middle}{place}{self.back}"
 
 
 def _text(value: Any) -> str:
@@ -281,9 +283,9 @@ def unsealed(event: AuditEvent) -> Unsealed:
         event.rule,
         event.policy_hash,
     )
-    # each column's text; a str (nearly every one) straight through json's C string encoder
+    # each column's text; a str straight through json's C string encoder, None as null
     ev, at_, req, thread, tool, call, actor, principal, agent, rule, policy = [
-        _ascii_string(v) if type(v) is str else _text(v) for v in columns
+        _ascii_string(v) if type(v) is str else "null" if v is None else _text(v) for v in columns
     ]
     front = (
         f'{{"actor":{actor},"agent":{agent},"at":{at_},"data":{data},"event":{ev},'
