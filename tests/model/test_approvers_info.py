@@ -1,7 +1,11 @@
 """``approvers_info``: one ``ApproversInfo`` per distinct ``Approvers`` (built once per rule,
-shared by the requests asking those approvers), copied by ``copy_for_update``."""
+shared by the requests asking those approvers), copied by ``copy_for_update``; and
+``ApproversInfo.admits``."""
 
 from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from signoff.model.requests import ApproversInfo, ReviewConfig, approvers_info
 from signoff.model.verdicts import Approvers, ReviewSpec
@@ -28,3 +32,28 @@ def test_approvers_holding_an_unhashable_value_get_their_own_info() -> None:
     odd = Approvers(roles=["dba"])  # type: ignore[arg-type]  # a list: not hashable
     info = approvers_info(odd)
     assert info.roles == ["dba"] and info is not approvers_info(odd)
+
+
+# ApproversInfo.admits answers every decision without building an Approvers: the same answer
+# as Approvers.admits, for plain groups and chains, any person, any roles
+_NAMES = st.sampled_from(["alice", "Alice", "bob", "carol", "ops", "dba"])
+_GROUP = st.builds(
+    Approvers,
+    roles=st.lists(_NAMES, max_size=3).map(tuple),
+    users=st.lists(_NAMES, max_size=3).map(tuple),
+    any=st.booleans(),
+)
+_APPROVERS = (
+    _GROUP
+    | st.builds(Approvers, stages=st.lists(_GROUP, min_size=1, max_size=3).map(tuple))
+    | st.builds(Approvers, all_of=st.lists(_GROUP, min_size=1, max_size=3).map(tuple))
+)
+
+
+@given(_APPROVERS, _NAMES, st.frozensets(_NAMES, max_size=3))
+def test_approvers_info_admits_whom_its_approvers_admit(
+    approvers: Approvers, person: str, roles: frozenset[str]
+) -> None:
+    info = ApproversInfo.of(approvers)
+    assert info.admits(person, roles) == approvers.admits(person, roles)
+    assert info.admits(person, roles, str.lower) == approvers.admits(person, roles, str.lower)

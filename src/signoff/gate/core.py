@@ -268,12 +268,16 @@ class Gate(Lifecycle, Changes, LedgerMethods, GrantMethods, ContextMethods):
         """Audit an allow/deny decided outside :meth:`check` (e.g. by a framework predicate)."""
         audit_verdict(self.store, call, ctx, verdict, self.redaction)
 
+    def counts_executions(self, tool: str) -> bool:
+        """Whether the policy rate-limits ``tool``: only then are its executions counted."""
+        windows = self._rate_tools.get(tool)
+        if windows is None:
+            windows = self._rate_tools[tool] = bool(self.policy.rate_windows(tool))
+        return windows
+
     def record_execution(self, call: ToolCall, ctx: CallContext) -> None:
         """Count an executed call for the policy's rate limits (only tools that have them)."""
-        windows = self._rate_tools.get(call.name)
-        if windows is None:
-            windows = self._rate_tools[call.name] = bool(self.policy.rate_windows(call.name))
-        if windows:
+        if self.counts_executions(call.name):
             self.rates.record(call.name, ctx, utcnow())
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:

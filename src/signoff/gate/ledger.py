@@ -55,8 +55,9 @@ class LedgerMethods:
     """``aclaim`` / ``afinish`` / ``arun_approved`` on the gate's store."""
 
     policy: Policy
-    # provided by the Gate (Changes.update, Gate.record_execution)
+    # provided by the Gate (Changes.update, Gate.counts_executions, Gate.record_execution)
     update: Callable[[str, Callable[[ApprovalRequest], Transition]], Awaitable[Transition]]
+    counts_executions: Callable[[str], bool]
     record_execution: Callable[[ToolCall, CallContext], None]
 
     async def aclaim(self, request_id: str, call_id: str, *, actor: str | None = None) -> None:
@@ -89,10 +90,11 @@ class LedgerMethods:
         """Run an approved/edited call exactly once with its final arguments."""
         result = await run_once(req, call_id, run, claim=self.aclaim, finish=self.afinish)
         call = req.call(call_id)
-        self.record_execution(
-            ToolCall(call.action.name, call.action.args, id=call_id),
-            ctx or request_context(req, self.policy),
-        )
+        if self.counts_executions(call.action.name):  # the context only for a rate-limited tool
+            self.record_execution(
+                ToolCall(call.action.name, call.action.args, id=call_id),
+                ctx or request_context(req, self.policy),
+            )
         return result
 
     async def areconcile(

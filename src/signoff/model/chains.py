@@ -107,10 +107,10 @@ def refusal(
     got = _progress(cfg, call)
     if approvers.stages:
         i = min(call.stage, len(approvers.stages) - 1)
-        here = asked_now(cfg, call).to_approvers().admits(person, held, key)
+        here = asked_now(cfg, call).admits(person, held, key)
         eff = stage_config(cfg, call)
         if not here and escalated and eff.escalate_to is not None:
-            here = eff.escalate_to.to_approvers().admits(person, held, key)
+            here = eff.escalate_to.admits(person, held, key)
         if not here:
             return (
                 f"{person} may not approve {cfg.action_name} now: it is at stage {i + 1} of "
@@ -154,7 +154,7 @@ def _open_groups(
         for j, g in enumerate(cfg.approvers.groups)
         if len(got[j]) < g.quorum
         and not contains_person(got[j], person, key)
-        and g.to_approvers().admits(person, roles, key)
+        and g.admits(person, roles, key)
     ]
 
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 PersonKey = Callable[[str], str]
 
 
+@lru_cache(maxsize=4096)  # a few names recur on every decision (approver, principal)
 def person_key(name: str) -> str:
     """The form two names are compared in: NFKC, case-folded (then NFKC again, because
     folding can leave a string unnormalised, e.g. ``ǰ`` folds to ``j`` + a combining caron)."""

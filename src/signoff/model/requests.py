@@ -7,6 +7,7 @@ fields they know, plus tool-call ids, rules, deadlines, decisions and per-call s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, Literal
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from signoff.model import chains
 from signoff.model._clone import clone
 from signoff.model.grants import GrantRequest
-from signoff.model.identity import PersonKey, person_key, same_person
+from signoff.model.identity import PersonKey, contains_person, person_key, same_person
 from signoff.model.inquiries import Answers, Inquiry, InquiryFallback
 from signoff.model.verdicts import Approvers, DecisionType, OnTimeout, ReviewSpec, Risk
 
@@ -96,6 +97,17 @@ class ApproversInfo(_Model):
             escalate_to=cls.of(approvers.escalate_to) if approvers.escalate_to else None,
             escalate_after_s=approvers.escalate_after_s,
         )
+
+    def admits(self, person: str, roles: Iterable[str], key: PersonKey = person_key) -> bool:
+        """``self.to_approvers().admits(...)`` without building the ``Approvers`` (on every
+        decision): whether ``person`` (holding ``roles``) is in this group — for a chain, in
+        any of its groups; names compare by ``key``."""
+        if self.chained:
+            held = tuple(roles)
+            return any(g.admits(person, held, key) for g in self.groups)
+        if self.any or contains_person(self.users, person, key):
+            return True
+        return not set(self.roles).isdisjoint(roles)
 
     def to_approvers(self) -> Approvers:
         return Approvers(

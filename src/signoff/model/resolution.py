@@ -13,7 +13,8 @@ That private copy may share the items of ``action_requests``, ``decisions`` and
 ``review_configs``, and the ``principal``, with the stored snapshot it replaces (the
 MemoryStore's copy on write: ``store/memory.py``). So a change *replaces* such an item (its
 list is the copy's own) and never changes one in place; calls (``CallState``) are the
-copy's own and are changed in place.
+copy's own and are changed in place, except their ``action``, which the copy may share too
+and a change replaces (an edit, sealing a finished call's secrets).
 """
 
 from __future__ import annotations
@@ -136,12 +137,12 @@ def may_decide(
     """None if ``person`` may decide this call, else the reason they may not. Names compare
     by ``key`` (:func:`~signoff.model.identity.person_key`, or the policy's, with aliases)."""
     roles = frozenset(roles)
-    allowed = cfg.approvers.to_approvers().admits(person, roles, key)
+    allowed = cfg.approvers.admits(person, roles, key)
     escalate_to = cfg.escalate_to
     if cfg.approvers.stages:  # the stage now asked may escalate to a group of its own
         escalate_to = chains.stage_config(cfg, req.call(cfg.tool_call_id)).escalate_to
     if not allowed and req.escalated and escalate_to is not None:
-        allowed = escalate_to.to_approvers().admits(person, roles, key)
+        allowed = escalate_to.admits(person, roles, key)
     if not allowed:
         who = _describe_group(cfg)
         return f"{person} may not decide {cfg.action_name}: it needs {who}"

@@ -57,8 +57,8 @@ def seal_finished(req: ApprovalRequest, sealer: Sealer) -> None:
     done = {c.tool_call_id for c in req.calls if finished(c)}
     if not done:
         return
-    # action requests and decisions are replaced, never changed: a store's working copy may
-    # share them with the snapshot it replaces (model/resolution.py, in_place)
+    # action requests, decisions and a call's action are replaced, never changed: a store's
+    # working copy may share them with the snapshot it replaces (model/resolution.py, in_place)
     for i, action in enumerate(req.action_requests):
         if action.tool_call_id in done:
             args = sealer.seal(action.args)
@@ -66,7 +66,9 @@ def seal_finished(req: ApprovalRequest, sealer: Sealer) -> None:
                 req.action_requests[i] = action.model_copy(update={"args": args})
     for call in req.calls:
         if call.tool_call_id in done:
-            call.action.args = sealer.seal(call.action.args)
+            args = sealer.seal(call.action.args)
+            if args is not call.action.args:  # replaced, not changed: it may be shared too
+                call.action = call.action.model_copy(update={"args": args})
     for i, decision in enumerate(req.decisions):
         edited = decision.edited_action
         if decision.tool_call_id in done and edited is not None:
@@ -84,7 +86,7 @@ def seal_events(events: Iterable[AuditEvent], sealer: Sealer) -> None:
     for event in events:
         for name in ARG_FIELDS:
             value = event.data.get(name)
-            if isinstance(value, Mapping):
+            if value is not None and isinstance(value, Mapping):  # no ABC check for None
                 event.data[name], event.data[f"{name}_digest"] = sealer.audited(value)
 
 

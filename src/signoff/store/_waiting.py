@@ -194,9 +194,21 @@ async def wait_until_terminal(
             raise NotFound(f"no approval request {request_id}")
         if request.terminal:
             return request
+        if timeout is None:
+            return await fut
+        # the future is ours alone: a timer settles it with TimeoutError (asyncio.wait_for
+        # would wrap it in a second future and two callbacks, on every wait)
+        timer = asyncio.get_running_loop().call_later(timeout, _time_out, fut)
         try:
-            return await asyncio.wait_for(fut, timeout)
+            return await fut
         except TimeoutError:
             return await read(request_id) or request
+        finally:
+            timer.cancel()
     finally:
         waiters.remove(request_id, fut)
+
+
+def _time_out(fut: asyncio.Future[ApprovalRequest]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())

@@ -45,10 +45,14 @@ FIELDS = (
 )
 
 
+_ISO_UTC = "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ"
+
+
 def iso_utc(moment: datetime) -> str:
     """Fixed-width ISO-8601 UTC text; naive datetimes are taken to be UTC already."""
-    if moment.tzinfo is UTC:  # the common case (utcnow): drop "+00:00", no conversion
-        return moment.isoformat(timespec="microseconds")[:-6] + "Z"
+    if moment.tzinfo is UTC:  # the common case (utcnow): no conversion, no "+00:00" to cut
+        m = moment  # the fields formatted at once: a third faster than isoformat(timespec=)
+        return _ISO_UTC % (m.year, m.month, m.day, m.hour, m.minute, m.second, m.microsecond)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
@@ -79,10 +83,19 @@ def _json_default(value: Any) -> Any:
 _CANONICAL = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_json_default
 )
+# json's C encoder, as _CANONICAL.encode builds it for each call (its own dict of containers
+# being encoded, to refuse a circular value), called directly: encode() first runs two
+# Python-level methods and defines a closure the C encoder never uses
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
 
 
 def canonical_json(value: Any) -> str:
-    return _CANONICAL.encode(value)
+    if _c_make_encoder is None or type(value) is str:  # a pure-Python json: its own path
+        return _CANONICAL.encode(value)
+    chunks = _c_make_encoder({}, _json_default, _ascii_string, None, ":", ",", True, False, True)(
+        value, 0
+    )
+    return "".join(chunks)
 
 
 def json_native(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,7 +196,11 @@ def _canonical_data(data: Mapping[str, Any]) -> str:
         plain = _json_plain(data)
     except RecursionError:
         plain = False
-    return canonical_json(data if plain else json_native(data))
+    if not plain:
+        return canonical_json(json_native(data))
+    if _PLAIN is None:
+        return canonical_json(data)
+    return "".join(_PLAIN(data, 0))
 
 
 def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
@@ -200,6 +217,15 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
 # json's own C string encoder (what the canonical encoder calls for every str with
 # ensure_ascii=True), so a field's text is exactly the canonical encoder's
 _ascii_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+# The canonical encoder once for every plain value: _json_plain has walked it to the end, so
+# it holds no cycle and needs no record of the containers being encoded (which is all a C
+# encoder would keep from one call to the next); the same text as canonical_json.
+_PLAIN: Any = (
+    None
+    if _c_make_encoder is None
+    else _c_make_encoder(None, _json_default, _ascii_string, None, ":", ",", True, False, True)
+)
 
 
 class Unsealed(NamedTuple):
@@ -218,7 +244,9 @@ class Unsealed(NamedTuple):
 
     def hashed(self, seq: int, prev_hash: str) -> str:
         """The canonical JSON of the row without ``hash``: what its hash is taken of."""
-        return f"{self.front}{_text(prev_hash)}{self.middle}{_text(seq)}{self.back}"
+        link = _ascii_string(prev_hash) if type(prev_hash) is str else _text(prev_hash)
+        place = str(seq) if type(seq) is int else _text(seq)
+        return f"{self.front}{link}{self.middle}{place}{self.back}"
 
 
 def _text(value: Any) -> str:
@@ -242,19 +270,6 @@ def unsealed(event: AuditEvent) -> Unsealed:
     encoded per event)."""
     at = iso_utc(event.at)
     data = _canonical_data(event.data)
-    front = (
-        f'{{"actor":{_text(event.actor)},"agent":{_text(event.agent)},"at":{_text(at)},'
-        f'"data":{data},"event":{_text(event.event)},'
-        f'"policy_hash":{_text(event.policy_hash)},"prev_hash":'
-    )
-    middle = (
-        f',"principal":{_text(event.principal)},"request_id":{_text(event.request_id)},'
-        f'"rule":{_text(event.rule)},"seq":'
-    )
-    back = (
-        f',"thread":{_text(event.thread)},"tool":{_text(event.tool)},'
-        f'"tool_call_id":{_text(event.tool_call_id)}}}'
-    )
     columns = (
         event.event,
         at,
@@ -268,6 +283,16 @@ def unsealed(event: AuditEvent) -> Unsealed:
         event.rule,
         event.policy_hash,
     )
+    # each column's text; a str straight through json's C string encoder, None as null
+    ev, at_, req, thread, tool, call, actor, principal, agent, rule, policy = [
+        _ascii_string(v) if type(v) is str else "null" if v is None else _text(v) for v in columns
+    ]
+    front = (
+        f'{{"actor":{actor},"agent":{agent},"at":{at_},"data":{data},"event":{ev},'
+        f'"policy_hash":{policy},"prev_hash":'
+    )
+    middle = f',"principal":{principal},"request_id":{req},"rule":{rule},"seq":'
+    back = f',"thread":{thread},"tool":{tool},"tool_call_id":{call}}}'
     return Unsealed(front, middle, back, columns, data)
 
 

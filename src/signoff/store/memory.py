@@ -126,7 +126,8 @@ class MemoryStore(MemoryOutbox):
                 self._calls[(request.thread, call_id)] = StoredCall(request.id, fingerprint)
             self._append_locked(events)
             self.add_locked(outbox)
-        self._listeners.notify(request, listener_event([e.event for e in events], request))
+        if self._listeners:  # the event's name is worked out only for someone listening
+            self._listeners.notify(request, listener_event([e.event for e in events], request))
         return request, True
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
@@ -192,7 +193,8 @@ class MemoryStore(MemoryOutbox):
             self._append_locked(transition.events)
         if new.terminal:
             self._waiters.wake(new, shared=True)
-        self._listeners.notify(new, listener_event([e.event for e in transition.events], new))
+        if self._listeners:
+            self._listeners.notify(new, listener_event([e.event for e in transition.events], new))
         return transition
 
     async def due_requests(self, now: datetime, limit: int = 100) -> list[str]:
@@ -417,14 +419,21 @@ class MemoryStore(MemoryOutbox):
 # edit that reroutes a call puts a new config and action request in their place; sealing a
 # finished call's secrets replaces its action request and decisions), and the principal is
 # never changed: a change's working copy shares them with the snapshot it replaces (the
-# lists are its own). The state machine keeps to this (model/resolution.py's docstring);
+# lists are its own). Calls (CallState) are the working copy's own, changed in place, but
+# share their ``action``: an edit or sealing a finished call's secrets puts a new Action in
+# its place. The state machine keeps to this (model/resolution.py's docstring);
 # tests/gate/snapshots.py fails a test whose change alters the snapshot it replaced.
-_SHARED_IN_WORKING_COPY = frozenset({"review_configs", "action_requests", "decisions", "principal"})
+_SHARED_IN_WORKING_COPY = frozenset(
+    {"review_configs", "action_requests", "decisions", "principal", "calls"}
+)
+_SHARED_IN_CALL = frozenset({"action"})
 
 
 def _working_copy(snapshot: ApprovalRequest) -> ApprovalRequest:
     """The copy a change works on: its own calls, lists and dicts; the items above shared."""
-    return clone(snapshot, _SHARED_IN_WORKING_COPY)
+    copy = clone(snapshot, _SHARED_IN_WORKING_COPY)
+    copy.__dict__["calls"] = [clone(call, _SHARED_IN_CALL) for call in snapshot.calls]
+    return copy
 
 
 def _matches(record: SealedRow, query: AuditQuery) -> bool:
