@@ -396,7 +396,7 @@ def _claim_plan(store: Any) -> str:
 
     with psycopg.connect(store.dsn, autocommit=True) as conn:
         rows = conn.execute(
-            "EXPLAIN " + store._sql.claim_due.as_string(conn),
+            b"EXPLAIN " + store._sql.claim_due,
             {"now": utcnow(), "origin": "x", "limit": 200, "lease_s": 10.0},
         ).fetchall()
     return "\n".join(str(r[0]) for r in rows)

@@ -144,34 +144,35 @@ LIMIT 1
 
 @dataclass(frozen=True, slots=True)
 class Statements:
-    """Every statement, with the schema filled in once."""
+    """Every statement, with the schema filled in once (as the bytes psycopg sends)."""
 
-    create: sql.Composed
-    update: sql.Composed
-    claim_due: sql.Composed
-    next_due: sql.Composed
-    quarantine: sql.Composed
-    release: sql.Composed
-    cancel_quarantined: sql.Composed
-    quarantine_state: sql.Composed
-    quarantined: sql.Composed
-    count: sql.Composed
-    read_doc: sql.Composed
-    read_docs_terminal: sql.Composed
-    read_docs: sql.Composed
-    by_call: sql.Composed
-    stored_calls: sql.Composed
-    append_audit: sql.Composed
-    check_writable: sql.Composed
-    audit_chunk: sql.Composed
-    audit_top: sql.Composed
-    audit_last: sql.Composed
-    foreign_changes: sql.Composed
+    create: bytes
+    update: bytes
+    claim_due: bytes
+    next_due: bytes
+    quarantine: bytes
+    release: bytes
+    cancel_quarantined: bytes
+    quarantine_state: bytes
+    quarantined: bytes
+    count: bytes
+    read_doc: bytes
+    read_docs_terminal: bytes
+    read_docs: bytes
+    by_call: bytes
+    stored_calls: bytes
+    append_audit: bytes
+    check_writable: bytes
+    audit_chunk: bytes
+    audit_top: bytes
+    audit_last: bytes
+    foreign_changes: bytes
 
     @classmethod
     def for_schema(cls, schema: str) -> Statements:
-        def q(text: str) -> sql.Composed:
-            return sql.SQL(text).format(s=sql.Identifier(schema))
+        def q(text: str) -> bytes:
+            # rendered once: psycopg would render a Composed again on every execute
+            return sql.SQL(text).format(s=sql.Identifier(schema)).as_bytes(None)
 
         return cls(
             create=q(_CREATE),
