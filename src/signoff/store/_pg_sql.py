@@ -14,8 +14,9 @@
   several replicas take disjoint requests without a leader, and a replica that dies holding
   a lease only delays those requests until it ends (database clock).
 
-The NOTIFY payload is ``{"id", "event", "origin", "seq"}``: never arguments. ``seq`` is the
-last audit row of the change, which lets a listener that reconnects catch up from the log.
+The NOTIFY payload is ``{"id", "event", "origin", "terminal", "seq"}``: never arguments.
+``seq`` is the last audit row of the change, which lets a listener that reconnects catch up
+from the log; ``terminal`` spares a replica reading a row whose change can wake nobody.
 """
 
 from __future__ import annotations
@@ -335,10 +336,14 @@ def update_params(
 
 
 def note_head(request: ApprovalRequest, events: list[AuditEvent], origin: str) -> str:
-    """The NOTIFY payload up to its ``seq``, which only the database knows: id and event,
-    never arguments (a payload must stay under 8000 bytes and may be seen by any listener)."""
+    """The NOTIFY payload up to its ``seq``, which only the database knows: id, event and
+    whether the request is now terminal (so a replica reads the row only when that can wake
+    someone), never arguments (a payload must stay under 8000 bytes and may be seen by any
+    listener)."""
     event = listener_event([e.event for e in events], request)
-    head = json.dumps({"id": request.id, "event": event, "origin": origin})
+    head = json.dumps(
+        {"id": request.id, "event": event, "origin": origin, "terminal": request.terminal}
+    )
     return head[:-1] + ', "seq": '
 
 

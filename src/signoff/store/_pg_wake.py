@@ -39,6 +39,7 @@ class Wakeups:
         self.cross_process_wakes = 0
         self.rechecked_wakes = 0
         self.replayed = 0
+        self.note_reads = 0  # rows read because a notification arrived
 
     def committed(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
         """This store just committed ``request``: wake and tell locally, no round trip."""
@@ -52,11 +53,14 @@ class Wakeups:
         self._seen_seq = max(self._seen_seq, note.seq)
         # Our own commits woke our waiters and listeners already; a waiter still waiting on
         # one of them is only possible if that wake never ran, so it is read for here too.
+        # A change that left the request pending wakes nobody (a later change that ends it
+        # sends a note of its own), so it is not read for a waiter.
         own = note.origin == self.origin
-        waited = note.request_id in self.waiters.ids()
+        waited = note.terminal is not False and self.waiters.has(note.request_id)
         tell = fresh and not own and bool(self.listeners)
         if not (waited or tell):
             return
+        self.note_reads += 1
         async with self._connect("reading a changed request") as conn:
             row = await (await conn.execute(self._sql.read_doc, (note.request_id,))).fetchone()
         if row is None:

@@ -1047,6 +1047,7 @@ class PostgresStore:
             "notifications": listener.notifications if listener else 0,
             "rechecks": listener.rechecks if listener else 0,
             "cross_process_wakes": self._wake.cross_process_wakes,
+            "note_reads": self._wake.note_reads,
             "rechecked_wakes": self._wake.rechecked_wakes,
             "replayed_to_listeners": self._wake.replayed,
             "update_retries": self._retries,
