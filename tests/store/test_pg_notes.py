@@ -46,3 +46,26 @@ async def test_a_note_without_the_terminal_field_is_read_for_a_waiter(
     assert new is not None and new.terminal is False
     odd = decode('{"id": "r1", "event": "decided", "origin": "x", "terminal": "no", "seq": 7}')
     assert odd is not None and odd.terminal is None
+
+
+async def test_this_stores_own_notes_are_not_read_and_an_unsure_write_re_reads(
+    pg_store: PostgresStore,
+) -> None:
+    """A store wakes its waiters after its own statement; if that statement raised once sent
+    (its outcome unknown), it re-reads the row for them (``_unsure``) — its own notes are
+    not read for. A store with the same origin stands in for a write of this one whose wake
+    never ran."""
+    twin = PostgresStore(pg_store.dsn, schema=pg_store.schema, pool_max=2)
+    twin.origin = pg_store.origin
+    await twin.open()
+    try:
+        request = make_request()
+        await pg_store.create_request(request, created_events(request))
+        waiter = await parked(pg_store, request.id)
+        reads = pg_store.stats()["note_reads"]
+        await decide(twin, request.id, decision(approver="alice"))
+        pg_store._unsure(request.id)
+        assert (await asyncio.wait_for(waiter, 10)).status == "resolved"
+        assert pg_store.stats()["note_reads"] == reads
+    finally:
+        await twin.close()

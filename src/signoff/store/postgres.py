@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import functools
 import logging
 import os
@@ -484,7 +485,19 @@ class PostgresStore:
                 if exc.diag.constraint_name != "grants_pkey":
                     raise
                 raise _grants.duplicate(", ".join(g.id for g in transition.grants)) from exc
+            except BaseException:
+                self._unsure(request_id)
+                raise
         return row is not None
+
+    def _unsure(self, request_id: str) -> None:
+        """A write of ``request_id`` raised once sent (lost connection, cancelled): it may
+        have committed without this store waking its waiters, and the listener does not read
+        for this store's own notes — so re-read the row for them on the store's loop."""
+        if not self._wake.waiters.has(request_id):
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is gone: closing fails waiters
+            self._loop.submit(self._wake.recheck([request_id])).add_done_callback(_seen)
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         async def job() -> ApprovalRequest | None:
@@ -1068,6 +1081,12 @@ async def _clock_offset(conn: Conn) -> timedelta:
     assert row is not None
     db_now: datetime = row[0]
     return db_now - (before + (after - before) / 2)
+
+
+def _seen(done: concurrent.futures.Future[None]) -> None:
+    """A re-read that failed (database down) is left to the listener's reconnect."""
+    if not done.cancelled() and done.exception() is not None:
+        log.warning("re-reading a request after an unsure write failed: %s", done.exception())
 
 
 def _close_at_exit(ref: weakref.ReferenceType[PostgresStore]) -> None:
