@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-import contextlib
 import functools
 import logging
 import os
@@ -494,10 +493,15 @@ class PostgresStore:
         """A write of ``request_id`` raised once sent (lost connection, cancelled): it may
         have committed without this store waking its waiters, and the listener does not read
         for this store's own notes — so re-read the row for them on the store's loop."""
-        if not self._wake.waiters.has(request_id):
+        if self._closed or not self._wake.waiters.has(request_id):
+            return  # (closing fails every waiter)
+        recheck = self._wake.recheck([request_id])
+        try:
+            future = asyncio.run_coroutine_threadsafe(recheck, self._loop.loop)
+        except RuntimeError:  # closed meanwhile
+            recheck.close()
             return
-        with contextlib.suppress(RuntimeError):  # the loop is gone: closing fails waiters
-            self._loop.submit(self._wake.recheck([request_id])).add_done_callback(_seen)
+        future.add_done_callback(_seen)
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         async def job() -> ApprovalRequest | None:
