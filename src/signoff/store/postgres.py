@@ -300,6 +300,11 @@ class PostgresStore:
                 log.exception("audit events queued at close were not written")
         if self._listener is not None:
             await self._listener.stop()
+        # Calls from other loop threads still running here (a sweeper's read being cancelled:
+        # psycopg cancels its query on the server first) end before the pool and the loop go.
+        others = asyncio.all_tasks() - {asyncio.current_task()}
+        if others:
+            await asyncio.wait(others, timeout=self.timeout_s)
         if self._connections is not None:
             await self._connections.close()
         return len(self._batcher)
