@@ -10,12 +10,15 @@ shared a COMMIT.
 
 Measured sequentially (one agent) and with several concurrent agents in one event loop, on
 SQLite with ``synchronous=FULL`` (the default; the target applies here), and for context on
-SQLite ``NORMAL`` and the MemoryStore (the gate's own CPU cost, no disk).
+SQLite ``NORMAL``, the MemoryStore (the gate's own CPU cost, no disk) and, when PostgreSQL is
+installed (or ``BENCH_PG_DSN`` names a database), a ``PostgresStore`` on a durable throwaway
+cluster (``BENCH_CYCLES_PG=0`` skips it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import tempfile
 import time
@@ -157,6 +160,26 @@ def _store_run(directory: Path, kind: str, synchronous: str, quick: bool) -> dic
     return out
 
 
+def _postgres_run(quick: bool) -> dict[str, Any]:
+    """The same cycles on a ``PostgresStore`` (:mod:`benchmarks.postgres` has the cluster)."""
+    from benchmarks import postgres
+
+    if os.environ.get("BENCH_CYCLES_PG") == "0" or not postgres.available():
+        return {"skipped": "PostgreSQL is not installed (BENCH_PG_DSN unset)"}
+    url, stop = postgres.database()
+    out: dict[str, Any] = {}
+    try:
+        for label, agents, n in (
+            ("sequential", 1, 60 if quick else 400),
+            ("concurrent", 8, 80 if quick else 800),
+        ):
+            store = postgres.cycles_store(url, f"bench_cycles_{label}")
+            out[label] = asyncio.run(_measure(store, agents, n, 5 if quick else 20))
+    finally:
+        stop()
+    return out
+
+
 def run(quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="signoff-bench-cycles-") as tmp:
         directory = Path(tmp)
@@ -168,6 +191,7 @@ def run(quick: bool) -> dict[str, Any]:
             "sqlite_full": _store_run(directory, "sqlite", "FULL", quick),
             "sqlite_normal": _store_run(directory, "sqlite", "NORMAL", quick),
             "memory": _store_run(directory, "memory", "FULL", quick),
+            "postgresql": _postgres_run(quick),
             "raw_sqlite_commit_ms": {
                 "FULL": raw_commit_ms(directory, "FULL"),
                 "NORMAL": raw_commit_ms(directory, "NORMAL"),
@@ -187,8 +211,11 @@ def rows(result: dict[str, Any]) -> list[Row]:
         "sqlite_full": "SQLite FULL",
         "sqlite_normal": "SQLite NORMAL",
         "memory": "MemoryStore",
+        "postgresql": "PostgreSQL",
     }
     for key, label in labels.items():
+        if "skipped" in result.get(key, {"skipped": "not run"}):
+            continue
         for mode in ("sequential", "concurrent"):
             r = result[key][mode]
             target = ""

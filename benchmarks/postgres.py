@@ -396,14 +396,27 @@ def _claim_plan(store: Any) -> str:
 
     with psycopg.connect(store.dsn, autocommit=True) as conn:
         rows = conn.execute(
-            "EXPLAIN " + store._sql.claim_due.as_string(conn),
+            b"EXPLAIN " + store._sql.claim_due,
             {"now": utcnow(), "origin": "x", "limit": 200, "lease_s": 10.0},
         ).fetchall()
     return "\n".join(str(r[0]) for r in rows)
 
 
 # ---------------------------------------------------------------- the benchmark
-def _database() -> tuple[str, Callable[[], None]]:
+def available() -> bool:
+    """A database to measure: ``BENCH_PG_DSN``, or PostgreSQL's binaries for a cluster."""
+    from tests.store.pg_cluster import pg_bin
+
+    return bool(os.environ.get("BENCH_PG_DSN")) or pg_bin() is not None
+
+
+def cycles_store(url: str, schema: str) -> Any:
+    """A fresh schema's store for the cycles benchmark (:mod:`benchmarks.cycles`)."""
+    return _store(url, f"{schema}_{os.getpid()}_{random.randrange(1 << 30)}")
+
+
+def database() -> tuple[str, Callable[[], None]]:
+    """(URL, stop): ``BENCH_PG_DSN``, or a durable throwaway cluster."""
     url = os.environ.get("BENCH_PG_DSN")
     if url:
         return url, lambda: None
@@ -414,7 +427,7 @@ def _database() -> tuple[str, Callable[[], None]]:
 
 
 def run(quick: bool) -> dict[str, Any]:
-    url, stop = _database()
+    url, stop = database()
     try:
         result: dict[str, Any] = {
             "method": (

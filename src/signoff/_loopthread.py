@@ -11,11 +11,20 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import weakref
 from collections.abc import Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+_THREADS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+def on_a_loop_thread() -> bool:
+    """True on the thread of any :class:`LoopThread` — a loop that stops without cancelling
+    its tasks, so work that must finish (a write) should not be left on it."""
+    return threading.current_thread() in _THREADS
 
 
 class LoopThread:
@@ -41,6 +50,7 @@ class LoopThread:
                     loop.run_forever()
 
                 self._thread = threading.Thread(target=run, name=self._name, daemon=True)
+                _THREADS.add(self._thread)
                 self._thread.start()
                 self._loop = loop
             return self._loop

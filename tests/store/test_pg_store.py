@@ -259,7 +259,8 @@ async def test_every_state_change_is_notified_with_id_and_event_only(
         (stopped.id, "created"),
         (stopped.id, "cancelled"),
     ]
-    assert all(set(n) == {"id", "event", "origin", "seq"} for n in notes)
+    assert all(set(n) == {"id", "event", "origin", "seq", "terminal"} for n in notes)
+    assert [n["terminal"] for n in notes] == [False, False, True, False, True, False, True]
     assert "sk-very-secret" not in json.dumps(notes) and "ceo@" not in json.dumps(notes)
     top = (await pg_store.read_audit(AuditQuery(limit=100)))[-1].seq
     assert notes[-1]["seq"] == top

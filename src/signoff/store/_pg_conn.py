@@ -11,7 +11,6 @@ idle connection has nothing to read unless the server has hung up on it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import select
@@ -27,6 +26,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.pq import ConnStatus, TransactionStatus
 
 from signoff.model import StoreError
+from signoff.store._pg_slots import Slots
 
 log = logging.getLogger("signoff.store")
 
@@ -64,6 +64,10 @@ def looks_dead(conn: Conn) -> bool:
 class Connections:
     """The statement pool of one store: up to ``max_size`` autocommit connections.
 
+    Borrowed from any event loop or thread, one borrower at a time per connection (psycopg's
+    async connection binds to no loop while nobody contends for its lock): the slots count
+    across loops (:class:`~signoff.store._pg_slots.Slots`), the idle list is a deque.
+
     Why not ``psycopg_pool``: its reconnect attempts back off exponentially (from 1 s,
     doubling), so after an outage of a minute operations keep failing for up to another
     minute once the database is back. Here a caller that finds no idle connection simply
@@ -98,8 +102,7 @@ class Connections:
         }
         self.kwargs.update({k: v for k, v in defaults.items() if k not in dsn})
         self._idle: deque[Conn] = deque()
-        self._slots = asyncio.Semaphore(max_size)
-        self._in_use = 0
+        self._slots = Slots(max_size)
         self._closed = False
         self.discarded = 0
         self.opened = 0
@@ -122,7 +125,7 @@ class Connections:
     def stats(self) -> dict[str, int]:
         return {
             "idle": len(self._idle),
-            "in_use": self._in_use,
+            "in_use": self._slots.in_use,
             "max": self.max_size,
             "opened": self.opened,
             "dead_discarded": self.discarded,
@@ -133,15 +136,12 @@ class Connections:
         """A live connection; psycopg errors inside become :class:`StoreError`."""
         if self._closed:
             raise StoreError(f"PostgreSQL store {self.where} is closed")
-        try:
-            await asyncio.wait_for(self._slots.acquire(), self.timeout_s)
-        except TimeoutError:
+        if not await self._slots.acquire(self.timeout_s):
             raise StoreError(
                 f"PostgreSQL store {self.where}: all {self.max_size} connections stayed busy "
                 f"for {self.timeout_s:g} s while {doing}; nothing was changed (raise pool_max?)"
-            ) from None
+            )
         conn: Conn | None = None
-        self._in_use += 1
         try:
             conn = await self._live()
             with self.errors(doing, write=write):
@@ -149,7 +149,6 @@ class Connections:
         finally:
             if conn is not None:
                 await self._release(conn)
-            self._in_use -= 1
             self._slots.release()
 
     async def _live(self) -> Conn:

@@ -84,18 +84,19 @@ RETURNING g.id, g.doc::text, g.expires_at
 class GrantStatements:
     """Every grant statement, with the schema filled in once."""
 
-    create: sql.Composed
-    revoke: sql.Composed
-    read: sql.Composed
-    active: sql.Composed
-    every: sql.Composed
-    version: sql.Composed
-    note_expired: sql.Composed
+    create: bytes
+    revoke: bytes
+    read: bytes
+    active: bytes
+    every: bytes
+    version: bytes
+    note_expired: bytes
 
     @classmethod
     def for_schema(cls, schema: str) -> GrantStatements:
-        def q(text: str) -> sql.Composed:
-            return sql.SQL(text).format(s=sql.Identifier(schema))
+        def q(text: str) -> bytes:
+            # rendered once: psycopg would render a Composed again on every execute
+            return sql.SQL(text).format(s=sql.Identifier(schema)).as_bytes(None)
 
         return cls(
             create=q(_CREATE),

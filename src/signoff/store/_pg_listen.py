@@ -30,18 +30,27 @@ log = logging.getLogger("signoff.store")
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    """A decoded notification: which request changed, how, from which store, at which seq."""
+    """A decoded notification: which request changed, how, from which store, at which seq,
+    and whether it is now terminal (None: not said, as by a store before this field)."""
 
     request_id: str
     event: str
     origin: str
     seq: int
+    terminal: bool | None = None
 
 
 def decode(payload: str) -> Note | None:
     try:
         data = json.loads(payload)
-        return Note(str(data["id"]), str(data["event"]), str(data["origin"]), int(data["seq"]))
+        terminal = data.get("terminal")
+        return Note(
+            str(data["id"]),
+            str(data["event"]),
+            str(data["origin"]),
+            int(data["seq"]),
+            terminal if isinstance(terminal, bool) else None,
+        )
     except (ValueError, KeyError, TypeError):
         log.warning("ignoring a malformed signoff notification", extra={"size": len(payload)})
         return None

@@ -84,18 +84,19 @@ SELECT least(
 class OutboxStatements:
     """The outbox's statements, with the schema filled in once."""
 
-    insert: sql.Composed
-    claim: sql.Composed
-    complete: sql.Composed
-    retry: sql.Composed
-    cancel_for: sql.Composed
-    for_request: sql.Composed
-    next_at: sql.Composed
+    insert: bytes
+    claim: bytes
+    complete: bytes
+    retry: bytes
+    cancel_for: bytes
+    for_request: bytes
+    next_at: bytes
 
     @classmethod
     def for_schema(cls, schema: str) -> OutboxStatements:
-        def q(text: str) -> sql.Composed:
-            return sql.SQL(text).format(s=sql.Identifier(schema))
+        def q(text: str) -> bytes:
+            # rendered once: psycopg would render a Composed again on every execute
+            return sql.SQL(text).format(s=sql.Identifier(schema)).as_bytes(None)
 
         return cls(
             insert=q(_INSERT),

@@ -14,8 +14,9 @@
   several replicas take disjoint requests without a leader, and a replica that dies holding
   a lease only delays those requests until it ends (database clock).
 
-The NOTIFY payload is ``{"id", "event", "origin", "seq"}``: never arguments. ``seq`` is the
-last audit row of the change, which lets a listener that reconnects catch up from the log.
+The NOTIFY payload is ``{"id", "event", "origin", "terminal", "seq"}``: never arguments.
+``seq`` is the last audit row of the change, which lets a listener that reconnects catch up
+from the log; ``terminal`` spares a replica reading a row whose change can wake nobody.
 """
 
 from __future__ import annotations
@@ -144,34 +145,35 @@ LIMIT 1
 
 @dataclass(frozen=True, slots=True)
 class Statements:
-    """Every statement, with the schema filled in once."""
+    """Every statement, with the schema filled in once (as the bytes psycopg sends)."""
 
-    create: sql.Composed
-    update: sql.Composed
-    claim_due: sql.Composed
-    next_due: sql.Composed
-    quarantine: sql.Composed
-    release: sql.Composed
-    cancel_quarantined: sql.Composed
-    quarantine_state: sql.Composed
-    quarantined: sql.Composed
-    count: sql.Composed
-    read_doc: sql.Composed
-    read_docs_terminal: sql.Composed
-    read_docs: sql.Composed
-    by_call: sql.Composed
-    stored_calls: sql.Composed
-    append_audit: sql.Composed
-    check_writable: sql.Composed
-    audit_chunk: sql.Composed
-    audit_top: sql.Composed
-    audit_last: sql.Composed
-    foreign_changes: sql.Composed
+    create: bytes
+    update: bytes
+    claim_due: bytes
+    next_due: bytes
+    quarantine: bytes
+    release: bytes
+    cancel_quarantined: bytes
+    quarantine_state: bytes
+    quarantined: bytes
+    count: bytes
+    read_doc: bytes
+    read_docs_terminal: bytes
+    read_docs: bytes
+    by_call: bytes
+    stored_calls: bytes
+    append_audit: bytes
+    check_writable: bytes
+    audit_chunk: bytes
+    audit_top: bytes
+    audit_last: bytes
+    foreign_changes: bytes
 
     @classmethod
     def for_schema(cls, schema: str) -> Statements:
-        def q(text: str) -> sql.Composed:
-            return sql.SQL(text).format(s=sql.Identifier(schema))
+        def q(text: str) -> bytes:
+            # rendered once: psycopg would render a Composed again on every execute
+            return sql.SQL(text).format(s=sql.Identifier(schema)).as_bytes(None)
 
         return cls(
             create=q(_CREATE),
@@ -334,10 +336,14 @@ def update_params(
 
 
 def note_head(request: ApprovalRequest, events: list[AuditEvent], origin: str) -> str:
-    """The NOTIFY payload up to its ``seq``, which only the database knows: id and event,
-    never arguments (a payload must stay under 8000 bytes and may be seen by any listener)."""
+    """The NOTIFY payload up to its ``seq``, which only the database knows: id, event and
+    whether the request is now terminal (so a replica reads the row only when that can wake
+    someone), never arguments (a payload must stay under 8000 bytes and may be seen by any
+    listener)."""
     event = listener_event([e.event for e in events], request)
-    head = json.dumps({"id": request.id, "event": event, "origin": origin})
+    head = json.dumps(
+        {"id": request.id, "event": event, "origin": origin, "terminal": request.terminal}
+    )
     return head[:-1] + ', "seq": '
 
 

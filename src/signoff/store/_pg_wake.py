@@ -39,6 +39,7 @@ class Wakeups:
         self.cross_process_wakes = 0
         self.rechecked_wakes = 0
         self.replayed = 0
+        self.note_reads = 0  # rows read because a notification arrived
 
     def committed(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
         """This store just committed ``request``: wake and tell locally, no round trip."""
@@ -50,13 +51,17 @@ class Wakeups:
     async def on_note(self, note: Note) -> None:
         fresh = note.seq > self._seen_seq
         self._seen_seq = max(self._seen_seq, note.seq)
-        # Our own commits woke our waiters and listeners already; a waiter still waiting on
-        # one of them is only possible if that wake never ran, so it is read for here too.
+        # Our own commits wake our waiters and listeners themselves: right after the statement,
+        # or, when its outcome is unknown (it raised or was cancelled once sent), by re-reading
+        # the row (recheck(ids), PostgresStore._write) — so our own notes are never read for.
+        # A change that left the request pending wakes nobody (a later change that ends it
+        # sends a note of its own), so it is not read for either.
         own = note.origin == self.origin
-        waited = note.request_id in self.waiters.ids()
+        waited = not own and note.terminal is not False and self.waiters.has(note.request_id)
         tell = fresh and not own and bool(self.listeners)
         if not (waited or tell):
             return
+        self.note_reads += 1
         async with self._connect("reading a changed request") as conn:
             row = await (await conn.execute(self._sql.read_doc, (note.request_id,))).fetchone()
         if row is None:
@@ -99,9 +104,12 @@ class Wakeups:
                 self.replayed += 1
                 self.listeners.notify(by_id[request_id], event)
 
-    async def recheck(self) -> None:
-        """The safety net: wake waiters whose request ended without us hearing of it."""
+    async def recheck(self, only: list[str] | None = None) -> None:
+        """The safety net: wake waiters whose request ended without us hearing of it (of
+        every waited request, or of those in ``only``)."""
         ids = self.waiters.ids()
+        if only is not None:
+            ids = [i for i in ids if i in only]
         if not ids:
             return
         async with self._connect("re-reading waited requests") as conn:

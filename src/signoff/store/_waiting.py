@@ -72,6 +72,9 @@ class Waiters:
         with self._lock:
             return list(self._by_id)
 
+    def has(self, request_id: str) -> bool:
+        return request_id in self._by_id
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._by_id)

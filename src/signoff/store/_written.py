@@ -15,11 +15,12 @@ version is the state machine's change of such a document. A document the store c
 back (say, nested too deep for the parser) is never taken on trust: the next update reads
 the row, which quarantines it, rather than writing over it.
 
-Bounded (least recently used go first); owned by one event loop (no locking).
+Bounded (least recently used go first); used from any event loop or thread (a lock).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 from signoff.model import ApprovalRequest
@@ -29,6 +30,7 @@ class WrittenDocs:
     def __init__(self, capacity: int = 4096) -> None:
         self._docs: OrderedDict[str, ApprovalRequest] = OrderedDict()
         self._capacity = capacity
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -36,15 +38,19 @@ class WrittenDocs:
     def keep(self, request: ApprovalRequest, *, owned: bool = False) -> None:
         """Remember ``request`` as stored now: a private copy, unless ``owned`` (an object
         nobody else holds, such as one just parsed)."""
-        self._docs[request.id] = request if owned else request.copy_for_update()
-        self._docs.move_to_end(request.id)
-        while len(self._docs) > self._capacity:
-            self._docs.popitem(last=False)
+        kept = request if owned else request.copy_for_update()
+        with self._lock:
+            self._docs[request.id] = kept
+            self._docs.move_to_end(request.id)
+            while len(self._docs) > self._capacity:
+                self._docs.popitem(last=False)
 
     def take(self, request_id: str) -> ApprovalRequest | None:
         """The remembered document, removed (the caller may change it; :meth:`keep` what it
         then writes)."""
-        return self._docs.pop(request_id, None)
+        with self._lock:
+            return self._docs.pop(request_id, None)
 
     def forget(self, request_id: str) -> None:
-        self._docs.pop(request_id, None)
+        with self._lock:
+            self._docs.pop(request_id, None)

@@ -19,8 +19,12 @@ Same contract as every store (:mod:`signoff.store.base`), built for several proc
 * **Fail closed, then recover.** An unreachable database is a :class:`StoreError` within
   ``timeout_s``; the pool and the listener reconnect by themselves (:mod:`._pg_conn`).
 
-Connections belong to the store's own loop thread (:mod:`signoff._loopthread`), so any event
-loop may await the store. URL: ``postgresql://user@host/db?schema=signoff&pool_max=8`` (see
+A statement runs on its caller's event loop, on a connection borrowed from a pool any loop may
+borrow from (:mod:`._pg_conn`): no hop to another thread. The store's own loop thread
+(:mod:`signoff._loopthread`) keeps what lives on: the LISTEN connection, the audit batcher, and
+the calls of other loop threads (the gate's portal), which stop without cancelling their
+tasks — a write must not be left half-way on one.
+URL: ``postgresql://user@host/db?schema=signoff&pool_max=8`` (see
 :func:`signoff.store.open_store`).
 """
 
@@ -45,7 +49,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import sql
 
-from signoff._loopthread import LoopThread
+from signoff._loopthread import LoopThread, on_a_loop_thread
 from signoff.model import (
     ApprovalRequest,
     AuditEvent,
@@ -79,6 +83,7 @@ from signoff.store._pg_schema import (
     migrate,
     repair_audit_triggers,
 )
+from signoff.store._pg_slots import InFlight, retrieve
 from signoff.store._pg_sql import Statements
 from signoff.store._pg_wake import Wakeups
 from signoff.store._quarantine import (
@@ -160,10 +165,10 @@ class PostgresStore:
         self._state_lock = threading.Lock()
         self._opening: concurrent.futures.Future[None] | None = None
         self._closed = False
-        # Writes in flight on the store's loop: close() lets them finish (their caller may
-        # have given up; see LoopThread.call's shield) before the pool goes, so none is left
-        # open mid-transaction — idle in transaction, holding its row locks until exit.
-        self._writing: set[asyncio.Task[Any]] = set()
+        # Writes in flight on any loop: close() lets them finish (their caller may have given
+        # up; see _call's shield) before the pool goes, so none is left open mid-transaction
+        # — idle in transaction, holding its row locks until exit.
+        self._writing = InFlight()
         self._atexit: Callable[[], None] | None = None
         self._clock_offset = timedelta(0)
         self.migrations_applied: list[int] = []
@@ -270,6 +275,11 @@ class PostgresStore:
                 opening.result(timeout=self.timeout_s * 3)
             except Exception as exc:
                 log.warning("the PostgreSQL store never opened", extra={"error": str(exc)})
+            if not self._writing.wait_idle(self.timeout_s):
+                log.warning(
+                    "closing the PostgreSQL store with writes still under way",
+                    extra={"writes": len(self._writing)},
+                )
             lost = self._loop.run(self._close_on_loop(), timeout=self.timeout_s * 6)
         self._loop.stop()
         closed = StoreError(f"store {redact(self.dsn)} was closed while waiting")
@@ -281,10 +291,7 @@ class PostgresStore:
             )
 
     async def _close_on_loop(self) -> int:
-        """Stop the workers, let writes in flight finish, write what is queued; returns how
-        many events could not be."""
-        if self._writing:
-            await asyncio.wait(set(self._writing), timeout=self.timeout_s)
+        """Stop the workers, write what is queued; returns how many events could not be."""
         await self._batcher.stop()
         if self._connections is not None:
             try:
@@ -293,25 +300,43 @@ class PostgresStore:
                 log.exception("audit events queued at close were not written")
         if self._listener is not None:
             await self._listener.stop()
+        # Calls from other loop threads still running here (a sweeper's read being cancelled:
+        # psycopg cancels its query on the server first) end before the pool and the loop go.
+        others = asyncio.all_tasks() - {asyncio.current_task()}
+        if others:
+            await asyncio.wait(others, timeout=self.timeout_s)
         if self._connections is not None:
             await self._connections.close()
         return len(self._batcher)
 
-    async def _call(self, job: Callable[[], Coroutine[Any, Any, T]], *, write: bool = False) -> T:
-        """Open if needed, then run ``job()`` on the store's loop (a write to completion,
-        even when its caller is cancelled)."""
+    async def _call(
+        self, job: Callable[[], Coroutine[Any, Any, T]], *, write: bool = False, home: bool = False
+    ) -> T:
+        """Open if needed, then run ``job()`` — a write to completion, even when its caller is
+        cancelled (shielded, and known to :meth:`close` until it ends).
+
+        On the caller's loop; on the store's own loop for ``home`` jobs (what is bound to that
+        loop: the listener, the batcher) and for callers on another loop thread (see the
+        module docstring)."""
         await self._ready()
-        return await self._loop.call(self._tracked(job()) if write else job(), shield=write)
+        if home or on_a_loop_thread():
+            if not write:
+                return await self._loop.call(job())
+            self._writing.enter()
+            return await self._loop.call(self._tracked(job()), shield=True)
+        if not write:
+            return await job()
+        self._writing.enter()
+        task = asyncio.ensure_future(self._tracked(job()))
+        task.add_done_callback(retrieve)
+        return await asyncio.shield(task)
 
     async def _tracked(self, write: Coroutine[Any, Any, T]) -> T:
-        """Run a write on the store's loop, known to :meth:`_close_on_loop` until it ends."""
-        task = asyncio.current_task()
-        assert task is not None
-        self._writing.add(task)
+        """Run a write counted in :attr:`_writing` (entered by the caller) until it ends."""
         try:
             return await write
         finally:
-            self._writing.discard(task)
+            self._writing.exit()
 
     def _conn(self, doing: str, *, write: bool = False) -> AbstractAsyncContextManager[Conn]:
         if self._connections is None:
@@ -464,7 +489,24 @@ class PostgresStore:
                 if exc.diag.constraint_name != "grants_pkey":
                     raise
                 raise _grants.duplicate(", ".join(g.id for g in transition.grants)) from exc
+            except BaseException:
+                self._unsure(request_id)
+                raise
         return row is not None
+
+    def _unsure(self, request_id: str) -> None:
+        """A write of ``request_id`` raised once sent (lost connection, cancelled): it may
+        have committed without this store waking its waiters, and the listener does not read
+        for this store's own notes — so re-read the row for them on the store's loop."""
+        if self._closed or not self._wake.waiters.has(request_id):
+            return  # (closing fails every waiter)
+        recheck = self._wake.recheck([request_id])
+        try:
+            future = asyncio.run_coroutine_threadsafe(recheck, self._loop.loop)
+        except RuntimeError:  # closed meanwhile
+            recheck.close()
+            return
+        future.add_done_callback(_seen)
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         async def job() -> ApprovalRequest | None:
@@ -832,7 +874,11 @@ class PostgresStore:
     async def wait(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
         async def read(rid: str) -> ApprovalRequest | None:
             # Subscribed before reading: a decision committed after this read is notified.
-            await self._call(lambda: self._listening().ready(self.timeout_s))
+            # (Connected now and lost later is the listener's to mend: it re-reads every
+            # waited request once it is back.)
+            listener = self._listener
+            if listener is None or not listener.connected:
+                await self._call(lambda: self._listening().ready(self.timeout_s), home=True)
             return await self.get_request(rid)
 
         await self._ready()
@@ -867,7 +913,7 @@ class PostgresStore:
             await self._call(lambda: self._write_audit(events), write=True)
 
     async def flush_audit(self) -> None:
-        await self._call(self._batcher.flush, write=True)
+        await self._call(self._batcher.flush, write=True, home=True)
 
     def audit_failure(self) -> str | None:
         return self._batcher.error
@@ -1023,6 +1069,7 @@ class PostgresStore:
             "notifications": listener.notifications if listener else 0,
             "rechecks": listener.rechecks if listener else 0,
             "cross_process_wakes": self._wake.cross_process_wakes,
+            "note_reads": self._wake.note_reads,
             "rechecked_wakes": self._wake.rechecked_wakes,
             "replayed_to_listeners": self._wake.replayed,
             "update_retries": self._retries,
@@ -1043,6 +1090,12 @@ async def _clock_offset(conn: Conn) -> timedelta:
     assert row is not None
     db_now: datetime = row[0]
     return db_now - (before + (after - before) / 2)
+
+
+def _seen(done: concurrent.futures.Future[None]) -> None:
+    """A re-read that failed (database down) is left to the listener's reconnect."""
+    if not done.cancelled() and done.exception() is not None:
+        log.warning("re-reading a request after an unsure write failed: %s", done.exception())
 
 
 def _close_at_exit(ref: weakref.ReferenceType[PostgresStore]) -> None:
