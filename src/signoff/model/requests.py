@@ -17,9 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from signoff.model import chains
 from signoff.model._clone import clone
 from signoff.model.grants import GrantRequest
-from signoff.model.identity import PersonKey, contains_person, person_key, same_person
+from signoff.model.identity import PersonKey, person_key, same_person
 from signoff.model.inquiries import Answers, Inquiry, InquiryFallback
-from signoff.model.verdicts import Approvers, DecisionType, OnTimeout, ReviewSpec, Risk
+from signoff.model.verdicts import (
+    Approvers,
+    DecisionType,
+    OnTimeout,
+    ReviewSpec,
+    Risk,
+    admits,
+)
 
 RequestKind = Literal["tool_call", "inquiry"]
 Status = Literal["pending", "resolved", "expired", "cancelled"]
@@ -102,12 +109,7 @@ class ApproversInfo(_Model):
         """``self.to_approvers().admits(...)`` without building the ``Approvers`` (on every
         decision): whether ``person`` (holding ``roles``) is in this group — for a chain, in
         any of its groups; names compare by ``key``."""
-        if self.chained:
-            held = tuple(roles)
-            return any(g.admits(person, held, key) for g in self.groups)
-        if self.any or contains_person(self.users, person, key):
-            return True
-        return not set(self.roles).isdisjoint(roles)
+        return admits(self, person, roles, key)
 
     def to_approvers(self) -> Approvers:
         return Approvers(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
 from signoff.model.identity import PersonKey, contains_person, person_key
 from signoff.model.intent import IntentSpec, Judgement
@@ -22,6 +22,33 @@ ON_TIMEOUT: tuple[OnTimeout, ...] = get_args(OnTimeout)
 
 def risk_at_least(risk: Risk | None, floor: Risk) -> bool:
     return risk is not None and RISK_LEVELS.index(risk) >= RISK_LEVELS.index(floor)
+
+
+class Group(Protocol):
+    """What :func:`admits` reads: :class:`Approvers` and its stored form
+    (:class:`~signoff.model.requests.ApproversInfo`) both have it."""
+
+    @property
+    def roles(self) -> Sequence[str]: ...
+    @property
+    def users(self) -> Sequence[str]: ...
+    @property
+    def any(self) -> bool: ...
+    @property
+    def chained(self) -> bool: ...
+    @property
+    def groups(self) -> Sequence[Group]: ...
+
+
+def admits(group: Group, person: str, roles: Iterable[str], key: PersonKey = person_key) -> bool:
+    """Whether ``person`` (holding ``roles``) is in ``group`` — for a chain, in any of its
+    groups; names compare by ``key``. The one rule for both forms of a group."""
+    if group.chained:
+        held = tuple(roles)
+        return any(admits(g, person, held, key) for g in group.groups)
+    if group.any or contains_person(group.users, person, key):
+        return True
+    return not set(group.roles).isdisjoint(roles)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +93,7 @@ class Approvers:
     def admits(self, person: str, roles: Iterable[str], key: PersonKey = person_key) -> bool:
         """Whether ``person`` (holding ``roles``) is in this group — for a chain, in any of its
         groups; names compare by ``key``."""
-        if self.chained:
-            held = tuple(roles)
-            return any(g.admits(person, held, key) for g in self.groups)
-        if self.any or contains_person(self.users, person, key):
-            return True
-        return not set(self.roles).isdisjoint(roles)
+        return admits(self, person, roles, key)
 
     def merged(self, other: Approvers) -> Approvers:
         """The union of two groups (used when a request escalates); keeps this quorum."""
