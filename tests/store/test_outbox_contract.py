@@ -7,16 +7,19 @@ the throwaway cluster of :mod:`tests.store.pg_cluster`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql as psycopg_sql
 
-from signoff.model import utcnow
-from signoff.store import MemoryStore, SQLiteStore
+from signoff.model import AuditEvent, utcnow
+from signoff.store import AuditQuery, MemoryStore, SQLiteStore
 from signoff.store._sqlite_schema import _V1, SCHEMA_VERSION
 from signoff.store.base import OutboxItem, OutboxStore
 from signoff.store.postgres import PostgresStore
@@ -181,6 +184,81 @@ async def test_a_failed_row_keeps_its_error_and_is_not_claimed(outbox_store: Out
     [row] = await outbox_store.outbox_for(rid)
     assert (row.status, row.error) == ("failed", "HTTP 404")
     assert await outbox_store.claim_outbox(utcnow() + timedelta(hours=1)) == []
+
+
+def notified(request_id: str, **data: object) -> AuditEvent:
+    return AuditEvent(
+        event="notified", request_id=request_id, actor="slack", data={"to": "alice", **data}
+    )
+
+
+async def test_complete_writes_its_audit_event_in_the_same_step(outbox_store: OutboxStore) -> None:
+    rid = await stored(outbox_store, "alice")
+    [claimed] = await outbox_store.claim_outbox(utcnow())
+    await outbox_store.complete_outbox(claimed.id, ref={"ts": "1"}, audit=[notified(rid)])
+    [row] = await outbox_store.outbox_for(rid)
+    assert row.status == "sent"
+    await outbox_store.flush_audit()
+    events = await outbox_store.read_audit(AuditQuery(request_id=rid))
+    assert [e.event for e in events][-1] == "notified"
+    assert (await outbox_store.verify_audit()).ok
+
+
+@contextlib.contextmanager
+def audit_refused(store: OutboxStore) -> Iterator[None]:
+    """The audit log refuses every insert: a trigger in the real database (SQLite,
+    PostgreSQL), the append itself for the memory store."""
+    if isinstance(store, MemoryStore):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(store, "_append_locked", _refuse)
+            yield
+    elif isinstance(store, SQLiteStore):
+        with sqlite3.connect(store.path) as conn:
+            conn.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON audit "
+                "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+            )
+        yield
+        with sqlite3.connect(store.path) as conn:
+            conn.execute("DROP TRIGGER refuse")
+    else:
+        assert isinstance(store, PostgresStore)
+        s = psycopg_sql.Identifier(store.schema)
+        with psycopg.connect(store.dsn, autocommit=True) as conn:
+            conn.execute(
+                psycopg_sql.SQL(
+                    "CREATE TRIGGER refuse BEFORE INSERT ON {}.audit "
+                    "FOR EACH ROW EXECUTE FUNCTION {}.audit_refuse()"
+                ).format(s, s)
+            )
+            yield
+            conn.execute(psycopg_sql.SQL("DROP TRIGGER refuse ON {}.audit").format(s))
+
+
+def _refuse(events: object) -> None:
+    raise RuntimeError("refused")
+
+
+async def test_an_audit_event_that_cannot_be_written_leaves_the_row_as_it_was(
+    outbox_store: OutboxStore,
+) -> None:
+    """Both or neither: the row stays ``sending`` (its lease ends, another worker retries),
+    never ``sent`` without its ``notified`` event."""
+    rid = await stored(outbox_store, "alice")
+    [claimed] = await outbox_store.claim_outbox(utcnow())
+    await outbox_store.flush_audit()
+    before = len(await outbox_store.read_audit(AuditQuery(request_id=rid)))
+    with audit_refused(outbox_store), pytest.raises(Exception, match="refused"):
+        await outbox_store.complete_outbox(claimed.id, ref={"ts": "1"}, audit=[notified(rid)])
+    [row] = await outbox_store.outbox_for(rid)
+    assert row.status == "sending" and row.ref is None
+    await outbox_store.complete_outbox(claimed.id, ref={"ts": "1"}, audit=[notified(rid)])
+    [row] = await outbox_store.outbox_for(rid)
+    assert row.status == "sent"
+    await outbox_store.flush_audit()
+    events = await outbox_store.read_audit(AuditQuery(request_id=rid))
+    assert [e.event for e in events[before:]] == ["notified"]
+    assert (await outbox_store.verify_audit()).ok
 
 
 async def test_retry_gives_the_row_back_until_next_at(outbox_store: OutboxStore) -> None:

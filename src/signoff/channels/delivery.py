@@ -28,7 +28,7 @@ from signoff.channels.outbox import Planner
 from signoff.channels.redact import Redactor
 from signoff.model import ApprovalRequest, AuditEvent, RequestQuarantined, Transition, utcnow
 from signoff.store._outbox_memory import MemoryOutbox
-from signoff.store.base import PROMPT_KINDS, Outbox, OutboxItem, OutboxStore
+from signoff.store.base import PROMPT_KINDS, Outbox, OutboxItem, OutboxOutcome, OutboxStore
 
 if TYPE_CHECKING:
     import httpx
@@ -327,10 +327,9 @@ class Delivery:
                 item, req, DeliveryError(f"{type(exc).__name__}: {exc}", retryable=False)
             )
             return
-        await self.outbox.complete_outbox(item.id, status="sent", ref=ref)
+        audited = item.kind in PROMPT_KINDS or item.kind == "event"
+        await self._finish(item, req, "sent", ref=ref, event="notified" if audited else None)
         self.sent += 1
-        if item.kind in PROMPT_KINDS or item.kind == "event":
-            await self._audit("notified", item, req)
         if item.kind in PROMPT_KINDS and ref is not None:
             fresh = await self.gate.store.get_request(item.request_id)
             if fresh is not None and fresh.terminal:  # decided while we were sending
@@ -373,37 +372,56 @@ class Delivery:
                 log.info("retrying %s on %s in %.1f s: %s", item.kind, item.channel, wait, error)
                 return
             error += " (no retry before the request's deadline)"
-        await self.outbox.complete_outbox(item.id, status="failed", error=error)
+        await self._finish(item, req, "failed", error=error, event="notification_failed")
         self.failed += 1
         self.failed_by_channel[item.channel] += 1
         log.warning(
             "channel %s gave up on %s for %s: %s", item.channel, item.kind, item.request_id, error
         )
-        await self._audit("notification_failed", item, req, error=error)
 
-    async def _audit(
-        self, event: str, item: OutboxItem, req: ApprovalRequest, *, error: str | None = None
+    async def _finish(
+        self,
+        item: OutboxItem,
+        req: ApprovalRequest,
+        status: OutboxOutcome,
+        *,
+        ref: dict[str, Any] | None = None,
+        error: str | None = None,
+        event: str | None = None,
     ) -> None:
+        """Record the row's outcome and, with ``event``, its audit event: in one transaction
+        on a durable store (a crash leaves both or neither); a stand-in outbox in memory has
+        no audit log, so the store gets the event on its own."""
+        audit = [self._audit_event(event, item, req, error)] if event else []
+        if self.durable:
+            await self.outbox.complete_outbox(
+                item.id, status=status, ref=ref, error=error, audit=audit
+            )
+            return
+        await self.outbox.complete_outbox(item.id, status=status, ref=ref, error=error)
+        if audit:
+            try:
+                await self.gate.store.append_audit(audit)
+            except Exception:
+                log.exception("could not audit %s for %s", event, item.id)
+
+    @staticmethod
+    def _audit_event(
+        event: str, item: OutboxItem, req: ApprovalRequest, error: str | None
+    ) -> AuditEvent:
         data: dict[str, Any] = {"kind": item.kind, "to": item.person or "channel"}
         if item.kind == "event":
             data["event"] = item.data.get("event")
         if error is not None:
             data["error"] = error
             data["attempts"] = item.attempts
-        try:
-            await self.gate.store.append_audit(
-                [
-                    AuditEvent(
-                        event=event,  # type: ignore[arg-type]
-                        request_id=req.id,
-                        thread=req.thread,
-                        actor=item.channel,
-                        data=data,
-                    )
-                ]
-            )
-        except Exception:
-            log.exception("could not audit %s for %s", event, item.id)
+        return AuditEvent(
+            event=event,  # type: ignore[arg-type]
+            request_id=req.id,
+            thread=req.thread,
+            actor=item.channel,
+            data=data,
+        )
 
 
 def settings_for(section: ChannelsConfig) -> DeliverySettings:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from signoff.model import AuditEvent
 from signoff.store.base import PROMPT_KINDS, OutboxItem, OutboxOutcome
 
 
@@ -62,15 +63,22 @@ class MemoryOutbox:
         status: OutboxOutcome = "sent",
         ref: dict[str, Any] | None = None,
         error: str | None = None,
+        audit: Sequence[AuditEvent] = (),
     ) -> None:
         with self._lock:
+            if audit:  # first: if it cannot be written, the row stays as it was
+                self._audit_locked(audit)
             row = self._rows.get(item_id)
-            if row is None:
-                return
-            row.status = status
-            row.lease_until = None
-            row.ref = dict(ref) if ref is not None else None
-            row.error = error
+            if row is not None:
+                row.status = status
+                row.lease_until = None
+                row.ref = dict(ref) if ref is not None else None
+                row.error = error
+
+    def _audit_locked(self, events: Sequence[AuditEvent]) -> None:
+        """Append ``events`` to the audit log, the lock held: the store's (MemoryStore); a
+        stand-in outbox has none (its worker appends to the store on its own)."""
+        raise TypeError("this outbox has no audit log: append the events to the store")
 
     async def retry_outbox(self, item_id: str, *, next_at: datetime, error: str) -> None:
         with self._lock:

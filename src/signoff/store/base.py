@@ -434,8 +434,11 @@ class Outbox(Protocol):
         status: OutboxOutcome = "sent",
         ref: dict[str, Any] | None = None,
         error: str | None = None,
+        audit: Sequence[AuditEvent] = (),
     ) -> None:
-        """Finish a row: ``sent`` (with the provider's ``ref``), ``failed`` or ``cancelled``."""
+        """Finish a row: ``sent`` (with the provider's ``ref``), ``failed`` or ``cancelled``;
+        ``audit`` (e.g. the ``notified`` event) is appended in the same transaction, so a crash
+        leaves both the outcome and its audit event, or neither."""
         ...
 
     async def retry_outbox(self, item_id: str, *, next_at: datetime, error: str) -> None:

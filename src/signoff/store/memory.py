@@ -330,9 +330,12 @@ class MemoryStore(MemoryOutbox):
 
     async def append_audit(self, events: list[AuditEvent]) -> None:
         with self._lock:
-            self._check_open()
-            self._flush_locked()
-            self._append_locked(events)
+            self._audit_locked(events)
+
+    def _audit_locked(self, events: Sequence[AuditEvent]) -> None:
+        self._check_open()
+        self._flush_locked()
+        self._append_locked(list(events))
 
     async def flush_audit(self) -> None:
         with self._lock:

@@ -821,12 +821,20 @@ class PostgresStore:
         status: OutboxOutcome = "sent",
         ref: dict[str, Any] | None = None,
         error: str | None = None,
+        audit: Sequence[AuditEvent] = (),
     ) -> None:
         args = (status, ref_json(ref), error, item_id)
 
         async def job() -> None:
             async with self._conn("finishing a notification", write=True) as conn:
-                await conn.execute(self._outbox.complete, args)
+                if not audit:
+                    await conn.execute(self._outbox.complete, args)
+                    return
+                async with conn.transaction():  # the outcome and its audit event: both or neither
+                    await conn.execute(self._outbox.complete, args)
+                    await conn.execute(
+                        self._sql.append_audit, (entries_json(list(audit)), self.origin)
+                    )
 
         await self._call(job, write=True)
 

@@ -687,13 +687,15 @@ class SQLiteStore:
         status: OutboxOutcome = "sent",
         ref: dict[str, Any] | None = None,
         error: str | None = None,
+        audit: Sequence[AuditEvent] = (),
     ) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            outbox_rows.complete(conn, item_id, status, ref, error)
+            if audit:  # in the same savepoint: both or neither
+                rows.insert_audit(conn, list(audit), self.origin)
+
         await self._write(
-            lambda conn: self._transaction(
-                conn,
-                "completing a notification",
-                lambda: outbox_rows.complete(conn, item_id, status, ref, error),
-            )
+            lambda conn: self._transaction(conn, "completing a notification", lambda: body(conn))
         )
 
     async def retry_outbox(self, item_id: str, *, next_at: datetime, error: str) -> None:
