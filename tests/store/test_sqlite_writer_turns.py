@@ -18,7 +18,11 @@ from pathlib import Path
 from signoff.store import SQLiteStore
 from tests.store.factories import created_events, decide, decision, make_request
 from tests.store.test_sqlite_group_commit import new_request
-from tests.store.test_wake_hops import HopCounter, waiting_on_new_request
+from tests.store.test_wake_hops import (
+    HopCounter,
+    waiting_on_another_loop,
+    waiting_on_new_request,
+)
 
 
 class Blocked:
@@ -121,20 +125,7 @@ async def test_a_waiter_on_a_loop_without_callers_in_the_group_is_still_woken(
     async with SQLiteStore(tmp_path / "s.db") as store:
         request = make_request()
         await store.create_request(request, created_events(request))
-        registered = threading.Event()
-
-        def wait_in_another_loop() -> str:
-            async def wait() -> str:
-                task = asyncio.ensure_future(store.wait(request.id))
-                while request.id not in store._waiters.ids():
-                    await asyncio.sleep(0)
-                registered.set()
-                return (await task).status
-
-            return asyncio.run(wait())
-
-        other = asyncio.ensure_future(asyncio.to_thread(wait_in_another_loop))
-        await asyncio.to_thread(registered.wait, 30)
+        other = await waiting_on_another_loop(store, request.id)
         decided = await asyncio.to_thread(
             lambda: asyncio.run(decide(store, request.id, decision()))  # a third loop decides
         )

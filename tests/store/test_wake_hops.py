@@ -42,24 +42,31 @@ async def waiting_on_new_request(store: Store, waiting_ids: Any) -> tuple[str, a
     return request.id, waiter
 
 
+async def waiting_on_another_loop(store: SQLiteStore, request_id: str) -> asyncio.Future[str]:
+    """A thread of its own runs an event loop that waits for ``request_id``; returned once the
+    waiter is registered, it resolves to the status the waiter woke with."""
+    registered = threading.Event()
+
+    def wait_in_another_loop() -> str:
+        async def wait() -> str:
+            task = asyncio.ensure_future(store.wait(request_id))
+            while request_id not in store._waiters.ids():
+                await asyncio.sleep(0)
+            registered.set()
+            return (await task).status
+
+        return asyncio.run(wait())
+
+    other = asyncio.ensure_future(asyncio.to_thread(wait_in_another_loop))
+    await asyncio.to_thread(registered.wait, 30)
+    return other
+
+
 async def test_sqlite_waiter_on_another_loop_is_woken_with_the_decision(tmp_path: Path) -> None:
     async with SQLiteStore(tmp_path / "s.db") as store:
         request = make_request()
         await store.create_request(request, created_events(request))
-        registered = threading.Event()
-
-        def wait_in_another_loop() -> str:
-            async def wait() -> str:
-                task = asyncio.ensure_future(store.wait(request.id))
-                while request.id not in store._waiters.ids():
-                    await asyncio.sleep(0)
-                registered.set()
-                return (await task).status
-
-            return asyncio.run(wait())
-
-        other = asyncio.ensure_future(asyncio.to_thread(wait_in_another_loop))
-        await asyncio.to_thread(registered.wait, 30)
+        other = await waiting_on_another_loop(store, request.id)
         await decide(store, request.id, decision())
         assert await other == "resolved"
 
