@@ -7,20 +7,14 @@ cut."""
 
 from __future__ import annotations
 
-import io
-import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from signoff import Gate, Policy
-from signoff.channels.config import ConsoleConfig
-from signoff.channels.console import ConsoleChannel
-from signoff.channels.console_prompt import Terminal
-from signoff.store import SQLiteStore
-from tests.channels.test_console_interactive import POLICY, Pty, pending_id
+from signoff import Gate
+from tests.channels.test_console_interactive import Pty, console_gate, pending_id
 
 HOSTILE = "[bold]OK[/] \x1b[2J\x1b]8;;http://evil\x07link\u202eevil\u200b\nnext"
 SHOWN = "[bold]OK[/] ␛[2J␛]8;;http://evil␇link<U+202E>evil<U+200B>⏎next"
@@ -51,13 +45,7 @@ def term() -> Iterator[Recording]:
 
 @pytest.fixture
 def gate(tmp_path: Any, term: Recording) -> Iterator[Gate]:
-    channel = ConsoleChannel(
-        ConsoleConfig(interactive=True),
-        stream=io.StringIO(),
-        terminal=lambda: Terminal(term.slave, term.slave),
-    )
-    policy = Policy.from_yaml(textwrap.dedent(POLICY))
-    with Gate(policy, SQLiteStore(tmp_path / "signoff.db"), channels=[channel]) as g:
+    with console_gate(tmp_path, term) as g:
         yield g
 
 

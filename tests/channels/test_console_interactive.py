@@ -75,8 +75,8 @@ def term() -> Iterator[Pty]:
     t.close()
 
 
-@pytest.fixture
-def gate(tmp_path: Any, term: Pty) -> Iterator[Gate]:
+def console_gate(tmp_path: Any, term: Pty, **gate_options: Any) -> Gate:
+    """A gate on a SQLite file whose console channel asks on ``term`` (a real pty)."""
     channel = ConsoleChannel(
         ConsoleConfig(interactive=True),
         stream=io.StringIO(),
@@ -84,7 +84,12 @@ def gate(tmp_path: Any, term: Pty) -> Iterator[Gate]:
     )
     policy = Policy.from_yaml(textwrap.dedent(POLICY))
     store = SQLiteStore(tmp_path / "signoff.db")
-    with Gate(policy, store, channels=[channel], interactive=True) as g:
+    return Gate(policy, store, channels=[channel], **gate_options)
+
+
+@pytest.fixture
+def gate(tmp_path: Any, term: Pty) -> Iterator[Gate]:
+    with console_gate(tmp_path, term, interactive=True) as g:
         yield g
 
 
