@@ -17,6 +17,7 @@ from psycopg import AsyncConnection, sql
 
 from signoff.model import StoreError
 from signoff.server.records import LinkRecord, SessionRecord, TokenRecord
+from signoff.store._pg_schema import grant_to_granted
 from signoff.store.postgres import PostgresStore
 
 Conn = AsyncConnection[tuple[Any, ...]]
@@ -68,19 +69,9 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
            ON {s}.server_tokens FOR EACH STATEMENT EXECUTE FUNCTION {s}.server_tokens_changed()""",
         # Roles already granted the tokens table (`signoff db upgrade --grant`) may bump and
         # read the row too, so replicas keep working after the upgrade without a second grant.
-        """DO $do$
-        DECLARE r text;
-        BEGIN
-            FOR r IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
-                     WHERE table_schema = {schema} AND table_name = 'server_tokens'
-                       AND privilege_type = 'UPDATE' AND grantee <> current_user
-                       AND grantee <> 'PUBLIC'
-            LOOP
-                EXECUTE format('GRANT SELECT, UPDATE ON %I.server_token_changes TO %I',
-                               {schema}, r);
-            END LOOP;
-        END
-        $do$""",
+        grant_to_granted(
+            "SELECT, UPDATE", "server_token_changes", like="server_tokens", holding="UPDATE"
+        ),
     ),
 )
 

@@ -139,6 +139,30 @@ _V1 = (
     *_AUDIT_REVOKES,
 )
 
+
+def grant_to_granted(
+    privileges: str, tables: str, *, like: str = "requests", holding: str = "INSERT"
+) -> str:
+    """Migration text (with ``{s}``/``{schema}`` placeholders): a DO block giving
+    ``privileges`` on ``tables`` (comma-separated, in this schema) to every role, besides the
+    owner, already granted ``holding`` on ``like`` (``signoff db upgrade --grant``), so
+    replicas keep working after an upgrade without a second grant."""
+    on = ", ".join(f"%I.{table.strip()}" for table in tables.split(","))
+    schemas = ", ".join("{schema}" for _ in tables.split(","))
+    return f"""DO $do$
+    DECLARE r text;
+    BEGIN
+        FOR r IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
+                 WHERE table_schema = {{schema}} AND table_name = '{like}'
+                   AND privilege_type = '{holding}' AND grantee <> current_user
+                   AND grantee <> 'PUBLIC'
+        LOOP
+            EXECUTE format('GRANT {privileges} ON {on} TO %I', {schemas}, r);
+        END LOOP;
+    END
+    $do$"""
+
+
 _V2 = (
     """CREATE TABLE {s}.outbox (
         id          text PRIMARY KEY,  -- deterministic: also the provider's idempotency key
@@ -163,18 +187,7 @@ _V2 = (
     "CREATE INDEX outbox_request ON {s}.outbox (request_id)",
     # Roles already granted the request tables (``signoff db upgrade --grant``) get the
     # outbox too, so replicas keep working after the upgrade without a second grant.
-    """DO $do$
-    DECLARE r text;
-    BEGIN
-        FOR r IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
-                 WHERE table_schema = {schema} AND table_name = 'requests'
-                   AND privilege_type = 'INSERT' AND grantee <> current_user
-                   AND grantee <> 'PUBLIC'
-        LOOP
-            EXECUTE format('GRANT SELECT, INSERT, UPDATE ON %I.outbox TO %I', {schema}, r);
-        END LOOP;
-    END
-    $do$""",
+    grant_to_granted("SELECT, INSERT, UPDATE", "outbox"),
 )
 
 _V3 = (
@@ -224,19 +237,7 @@ _V4 = (
     "DROP TABLE {s}.thread_grants",
     # Roles already granted the request tables (``signoff db upgrade --grant``) get the
     # grant tables too, so replicas keep working after the upgrade without a second grant.
-    """DO $do$
-    DECLARE r text;
-    BEGIN
-        FOR r IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
-                 WHERE table_schema = {schema} AND table_name = 'requests'
-                   AND privilege_type = 'INSERT' AND grantee <> current_user
-                   AND grantee <> 'PUBLIC'
-        LOOP
-            EXECUTE format('GRANT SELECT, INSERT, UPDATE ON %I.grants, %I.grants_version TO %I',
-                           {schema}, {schema}, r);
-        END LOOP;
-    END
-    $do$""",
+    grant_to_granted("SELECT, INSERT, UPDATE", "grants, grants_version"),
 )
 
 _V5 = (
@@ -248,18 +249,7 @@ _V5 = (
         encode(sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text
                                  || gen_random_uuid()::text, 'UTF8')), 'hex'))""",
     # Roles already granted the request tables may read it (replicas keep working).
-    """DO $do$
-    DECLARE r text;
-    BEGIN
-        FOR r IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
-                 WHERE table_schema = {schema} AND table_name = 'requests'
-                   AND privilege_type = 'INSERT' AND grantee <> current_user
-                   AND grantee <> 'PUBLIC'
-        LOOP
-            EXECUTE format('GRANT SELECT ON %I.store_secrets TO %I', {schema}, r);
-        END LOOP;
-    END
-    $do$""",
+    grant_to_granted("SELECT", "store_secrets"),
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
