@@ -107,16 +107,19 @@ def _same(value: Any) -> Any:
 
 
 def _dict(value: dict[Any, Any]) -> dict[Any, Any]:
-    return {k: v if type(v) in _ATOMIC else _value(v) for k, v in value.items()}
+    copied = value.copy()  # plain loops: no comprehension frame (an empty dict, most attrs)
+    for key, item in copied.items():
+        if type(item) not in _ATOMIC:
+            copied[key] = _value(item)  # a new value for an existing key: safe while iterating
+    return copied
 
 
 def _list(value: list[Any]) -> list[Any]:
-    if not value:
-        return []
-    first = type(value[0])
-    if first in _ATOMIC and all(type(v) in _ATOMIC for v in value):
-        return value.copy()  # roles, approvals, allowed decisions: strings only
-    return [v if type(v) in _ATOMIC else _value(v) for v in value]
+    copied = value.copy()  # roles, approvals, allowed decisions: strings only, copied as is
+    for i, item in enumerate(copied):
+        if type(item) not in _ATOMIC:
+            copied[i] = _value(item)
+    return copied
 
 
 def _immutable_collection(value: tuple[Any, ...] | frozenset[Any]) -> Any:

@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Literal
 
 from signoff.model import chains
+from signoff.model._built import assign
 from signoff.model.audit import AuditEvent
 from signoff.model.errors import (
     AlreadyDecided,
@@ -269,14 +270,14 @@ def apply_decisions(
         else:
             _apply_one(new, tr, idx, d, now, key, (grants or {}).get(d.tool_call_id), roles)
     if all(c.resolution is not None for c in new.calls):
-        new.status = "resolved"
-        new.resolved_at = now
+        assign(new, {"status": "resolved", "resolved_at": now, "version": new.version + 1})
         tr.events.append(
             _event(
                 new, "resolved", at=now, outcomes={c.tool_call_id: c.resolution for c in new.calls}
             )
         )
-    new.version += 1
+    else:
+        assign(new, {"version": new.version + 1})
     return tr
 
 
@@ -486,11 +487,16 @@ def grant_created_event(grant: Grant, now: datetime) -> AuditEvent:
 
 
 def _resolve(call: CallState, resolution: str, d: DecisionRecord, now: datetime) -> None:
-    call.resolution = resolution  # type: ignore[assignment]
-    call.message = d.message
-    call.answers = d.answers
-    call.resolved_by = d.approver
-    call.resolved_at = now
+    assign(
+        call,
+        {
+            "resolution": resolution,
+            "message": d.message,
+            "answers": d.answers,
+            "resolved_by": d.approver,
+            "resolved_at": now,
+        },
+    )
 
 
 def due_transition(req: ApprovalRequest, now: datetime) -> Transition | None:
@@ -634,14 +640,12 @@ def mark_execution(
             tool=name,
             request_id=req.id,
         )
-    call.execution = step
-    call.execution_at = now
-    call.execution_error = error
+    assign(call, {"execution": step, "execution_at": now, "execution_error": error})
     data: dict[str, object] = {"args": call.action.args} if step == "executing" else {}
     if error:
         data["error"] = error
     tr = Transition(new, [_event(new, step, tool_call_id, at=now, actor=actor, **data)])
-    new.version += 1
+    assign(new, {"version": new.version + 1})
     return tr
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from signoff.model._built import assign
 from signoff.model.audit import AuditEvent
 from signoff.model.requests import ApprovalRequest, CallState
 from signoff.model.resolution import Transition
@@ -77,7 +78,7 @@ def seal_finished(req: ApprovalRequest, sealer: Sealer) -> None:
                 sealed_edit = edited.model_copy(update={"args": args})
                 req.decisions[i] = decision.model_copy(update={"edited_action": sealed_edit})
     if len(done) == len(req.calls):
-        req.attrs = sealer.seal(req.attrs)
+        assign(req, {"attrs": sealer.seal(req.attrs)})
 
 
 def seal_events(events: Iterable[AuditEvent], sealer: Sealer) -> None:
