@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
@@ -61,9 +62,8 @@ def _plan(cls: type[BaseModel]) -> _Plan:
         elif type(info.default) in _ATOMIC:
             template[name] = info.default
         else:  # a mutable default: each model gets its own copy, as validation gives
-            default = info.default
             template[name] = None
-            factories.append((name, lambda default=default: copy.deepcopy(default)))
+            factories.append((name, partial(copy.deepcopy, info.default)))
     return _Plan(template, tuple(factories), len(template), frozenset(required))
 
 
