@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from signoff.model import chains
 from signoff.model._built import assign
@@ -38,6 +38,7 @@ from signoff.model.grants import Grant
 from signoff.model.identity import PersonKey, contains_person, person_key, same_person
 from signoff.model.requests import (
     Action,
+    ActionRequest,
     ApprovalRequest,
     CallState,
     DecisionRecord,
@@ -81,11 +82,20 @@ class Transition:
     grants: list[Grant] = field(default_factory=list)  # created by this change, same commit
 
 
-def _event(req: ApprovalRequest, kind: str, call_id: str | None = None, **kw: object) -> AuditEvent:
+def _event(
+    req: ApprovalRequest,
+    kind: str,
+    call_id: str | None = None,
+    *,
+    ar: ActionRequest | None = None,
+    **kw: object,
+) -> AuditEvent:
+    """``ar``: the call's action request, when the caller has it at hand."""
     tool = None
     rule = None
     if call_id is not None:
-        ar = req.action_request(call_id)
+        if ar is None:
+            ar = req.action_request(call_id)
         tool, rule = ar.name, ar.rule
     actor = kw.pop("actor", None)
     return AuditEvent(
@@ -312,7 +322,7 @@ def _apply_one(
     call, cfg = new.calls[idx], new.review_configs[idx]
     new.decisions.append(d)
     scope = d.scope if isinstance(d.scope, str) else d.scope.model_dump(by_alias=True)
-    data: dict[str, object] = {"type": d.type, "channel": d.channel, "scope": scope}
+    data: dict[str, Any] = {"type": d.type, "channel": d.channel, "scope": scope}
     if d.os_user:
         data["os_user"] = d.os_user
     if d.message:
@@ -358,7 +368,10 @@ def _apply_one(
         _resolve(call, "responded", d, now)
     if cfg.approvers.chained:
         data["progress"] = chains.progress(cfg, call)
-    tr.events.append(_event(new, "decided", d.tool_call_id, at=now, actor=d.approver, **data))
+    ar = new.action_requests[idx]
+    tr.events.append(
+        _event(new, "decided", d.tool_call_id, ar=ar, at=now, actor=d.approver, **data)
+    )
     if stage_started and call.resolution is None:
         _start_stage(new, tr, idx, now, restarted=d.type == "edit")
 
@@ -443,7 +456,7 @@ def _reroute(
         ) is None and not is_self_approval(reroute.config, new, d.approver, key)
         call.approvals = [d.approver] if counted else []
     call.rerouted_from = from_rule
-    data: dict[str, object] = {
+    data: dict[str, Any] = {
         "type": "edit",
         "channel": d.channel,
         "edited_args": d.edited_action.args,
@@ -610,7 +623,8 @@ def mark_execution(
     ``in_place``: see the module docstring.
     """
     new = req if in_place else req.copy_for_update()
-    call = new.call(tool_call_id)
+    idx = new.index_of(tool_call_id)
+    call = new.calls[idx]
     name = call.action.name
     if step == "executing":
         if not call.runnable:
@@ -641,10 +655,11 @@ def mark_execution(
             request_id=req.id,
         )
     assign(call, {"execution": step, "execution_at": now, "execution_error": error})
-    data: dict[str, object] = {"args": call.action.args} if step == "executing" else {}
+    data: dict[str, Any] = {"args": call.action.args} if step == "executing" else {}
     if error:
         data["error"] = error
-    tr = Transition(new, [_event(new, step, tool_call_id, at=now, actor=actor, **data)])
+    ar = new.action_requests[idx]
+    tr = Transition(new, [_event(new, step, tool_call_id, ar=ar, at=now, actor=actor, **data)])
     assign(new, {"version": new.version + 1})
     return tr
 
@@ -768,7 +783,7 @@ def reconcile(
     call.execution_at = now
     call.execution_error = message if outcome == "failed" else None
     new.version += 1
-    data: dict[str, object] = {"outcome": outcome}
+    data: dict[str, Any] = {"outcome": outcome}
     if message:
         data["message"] = message
     event = _event(new, "reconciled", tool_call_id, at=now, actor=actor, **data)

@@ -136,6 +136,9 @@ def record_fields(record: AuditRecord) -> dict[str, Any]:
     }
 
 
+_sha256 = hashlib.sha256
+
+
 class SealedRow(NamedTuple):
     """An event sealed into the chain, as stored: timestamps and ``data`` as canonical text."""
 
@@ -209,9 +212,13 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
     ``data`` is serialized once: its canonical text (of its stored, JSON-native form) is both
     what is stored and what is spliced into the hashed object (:func:`unsealed`).
     """
-    item = unsealed(event)
-    digest = hashlib.sha256(item.hashed(seq, prev_hash).encode("ascii")).hexdigest()
-    return SealedRow._make((seq, *item.columns, item.data, prev_hash, digest))
+    front, middle, back, columns, data = unsealed(event)
+    # Unsealed.hashed, inline (on every event): the link and the place spliced in
+    link = _ascii_string(prev_hash) if type(prev_hash) is str else _text(prev_hash)
+    place = str(seq) if type(seq) is int else _text(seq)
+    text = f"{front}{link}{middle}{place}{back}"
+    digest = _sha256(text.encode("ascii")).hexdigest()
+    return _new_row(SealedRow, (seq, *columns, data, prev_hash, digest))
 
 
 # json's own C string encoder (what the canonical encoder calls for every str with
@@ -249,6 +256,10 @@ class Unsealed(NamedTuple):
         return f"{self.front}{link}{self.middle}{place}{self.back}"
 
 
+# SealedRow._make without its Python-level call: a named tuple is a tuple of its fields
+_new_row: Callable[[type[SealedRow], tuple[Any, ...]], SealedRow] = tuple.__new__
+
+
 def _text(value: Any) -> str:
     """One column's canonical JSON: a ``str`` through json's own string encoder, ``None``
     as ``null``, an ``int`` as itself; anything else (a ``str`` subclass…) through the
@@ -268,7 +279,12 @@ def unsealed(event: AuditEvent) -> Unsealed:
     ``actor, agent, at, data, event, policy_hash, prev_hash, principal, request_id, rule,
     seq, thread, tool, tool_call_id``; it is written field by field (no dict built and
     encoded per event)."""
-    at = iso_utc(event.at)
+    moment = event.at
+    if moment.tzinfo is UTC:  # iso_utc's common case, inline (on every event)
+        m = moment
+        at = _ISO_UTC % (m.year, m.month, m.day, m.hour, m.minute, m.second, m.microsecond)
+    else:
+        at = iso_utc(moment)
     data = _canonical_data(event.data)
     columns = (
         event.event,
