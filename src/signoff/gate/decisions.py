@@ -109,10 +109,10 @@ def parse_decisions(decisions: Sequence[Decision | Mapping[str, Any]]) -> list[D
 def assign_call_ids(req: ApprovalRequest, decisions: list[Decision]) -> list[str]:
     """Keyed decisions keep their ids; a positional list must answer every call (LangChain
     semantics) or every call still awaiting a decision."""
-    keyed = [d.tool_call_id for d in decisions]
-    if all(k is not None for k in keyed):
-        return [k for k in keyed if k is not None]
-    if any(k is not None for k in keyed):
+    keyed = [d.tool_call_id for d in decisions if d.tool_call_id is not None]
+    if len(keyed) == len(decisions):
+        return keyed
+    if keyed:
         raise DecisionError(
             "mix of keyed and positional decisions; give tool_call_id on all or none",
             field="decisions",

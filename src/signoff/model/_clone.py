@@ -30,8 +30,9 @@ _ATOMIC: frozenset[type] = frozenset(
 )
 
 
-# per model class: the fields whose annotation admits a value that can change in place
-_PLANS: dict[type[BaseModel], tuple[str, ...]] = {}
+# per model class and set of shallow fields: the fields whose annotation admits a value that
+# can change in place, split into the shallow ones and the rest
+_PLANS: dict[tuple[type[BaseModel], frozenset[str]], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
 # the slots every pydantic model has, set through their descriptors (no __setattr__ lookup)
@@ -47,16 +48,22 @@ def clone(model: M, shallow: frozenset[str] = frozenset()) -> M:
     review configs in the MemoryStore's working copy): a list is copied as a list sharing
     its items, any other value is shared."""
     cls = type(model)
-    plan = _PLANS.get(cls)
+    plan = _PLANS.get((cls, shallow))
     if plan is None:
-        plan = _PLANS[cls] = _mutable_fields(cls)
+        mutable = _mutable_fields(cls)
+        plan = _PLANS[(cls, shallow)] = (
+            tuple(name for name in mutable if name in shallow),
+            tuple(name for name in mutable if name not in shallow),
+        )
+    shared, deep = plan
     new = cls.__new__(cls)
     fields = model.__dict__.copy()
-    for name in plan:
+    for name in shared:
         value = fields[name]
-        if name in shallow:
-            fields[name] = value.copy() if type(value) is list else value
-            continue
+        if type(value) is list:
+            fields[name] = value.copy()
+    for name in deep:
+        value = fields[name]
         kind = type(value)
         if kind not in _ATOMIC:
             copier = _COPIERS.get(kind)

@@ -81,7 +81,8 @@ def seal_finished(req: ApprovalRequest, sealer: Sealer) -> None:
                 sealed_edit = edited.model_copy(update={"args": args})
                 req.decisions[i] = decision.model_copy(update={"edited_action": sealed_edit})
     if len(done) == len(req.calls):
-        assign(req, {"attrs": sealer.seal(req.attrs)})
+        attrs = req.attrs  # set either way, as before; an empty dict has nothing to seal
+        assign(req, {"attrs": sealer.seal(attrs) if attrs else attrs})
 
 
 def seal_events(events: Iterable[AuditEvent], sealer: Sealer) -> None:

@@ -35,6 +35,7 @@ from signoff.model import (
 )
 from signoff.model._clone import clone
 from signoff.model.grants import Grant
+from signoff.model.requests import TERMINAL_STATUSES
 from signoff.store import _grants
 from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
 from signoff.store._outbox_memory import MemoryOutbox
@@ -197,7 +198,7 @@ class MemoryStore(MemoryOutbox):
             if transition.grants:
                 self._store_grants_locked(transition.grants)
             self._append_locked(transition.events)
-        if new.terminal:
+        if new.status in TERMINAL_STATUSES:  # new.terminal, inline
             self._waiters.wake(new, shared=True)
         if self._listeners:
             self._listeners.notify(new, listener_event([e.event for e in transition.events], new))
