@@ -260,6 +260,10 @@ class Unsealed(NamedTuple):
 _new_row: Callable[[type[SealedRow], tuple[Any, ...]], SealedRow] = tuple.__new__
 
 
+# Unsealed(...) without the named tuple's Python-level __new__
+_new_unsealed: Callable[[type[Unsealed], tuple[Any, ...]], Unsealed] = tuple.__new__
+
+
 def _text(value: Any) -> str:
     """One column's canonical JSON: a ``str`` through json's own string encoder, ``None``
     as ``null``, an ``int`` as itself; anything else (a ``str`` subclass…) through the
@@ -300,16 +304,30 @@ def unsealed(event: AuditEvent) -> Unsealed:
         event.policy_hash,
     )
     # each column's text; a str straight through json's C string encoder, None as null
-    ev, at_, req, thread, tool, call, actor, principal, agent, rule, policy = [
-        _ascii_string(v) if type(v) is str else "null" if v is None else _text(v) for v in columns
-    ]
+    # (spelled out column by column: no comprehension frame and loop on every event)
+    c = columns
+    ev = "null" if c[0] is None else _ascii_string(c[0]) if type(c[0]) is str else _text(c[0])
+    at_ = f'"{at}"'  # ISO digits and -:.TZ: nothing to escape
+    req = "null" if c[2] is None else _ascii_string(c[2]) if type(c[2]) is str else _text(c[2])
+    thread = "null" if c[3] is None else _ascii_string(c[3]) if type(c[3]) is str else _text(c[3])
+    tool = "null" if c[4] is None else _ascii_string(c[4]) if type(c[4]) is str else _text(c[4])
+    call = "null" if c[5] is None else _ascii_string(c[5]) if type(c[5]) is str else _text(c[5])
+    actor = "null" if c[6] is None else _ascii_string(c[6]) if type(c[6]) is str else _text(c[6])
+    principal = (
+        "null" if c[7] is None else _ascii_string(c[7]) if type(c[7]) is str else _text(c[7])
+    )
+    agent = "null" if c[8] is None else _ascii_string(c[8]) if type(c[8]) is str else _text(c[8])
+    rule = "null" if c[9] is None else _ascii_string(c[9]) if type(c[9]) is str else _text(c[9])
+    policy = (
+        "null" if c[10] is None else _ascii_string(c[10]) if type(c[10]) is str else _text(c[10])
+    )
     front = (
         f'{{"actor":{actor},"agent":{agent},"at":{at_},"data":{data},"event":{ev},'
         f'"policy_hash":{policy},"prev_hash":'
     )
     middle = f',"principal":{principal},"request_id":{req},"rule":{rule},"seq":'
     back = f',"thread":{thread},"tool":{tool},"tool_call_id":{call}}}'
-    return Unsealed(front, middle, back, columns, data)
+    return _new_unsealed(Unsealed, (front, middle, back, columns, data))
 
 
 def seal_rows(events: Iterable[AuditEvent], last_seq: int, last_hash: str) -> list[SealedRow]:
