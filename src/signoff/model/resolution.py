@@ -224,7 +224,8 @@ def apply_decisions(
     roles = frozenset(approver_roles)
     if not decisions:
         raise DecisionError("no decisions given", field="decisions")
-    if all(_is_repeat(req, d, key) for d in decisions):
+    # nothing can repeat a decision on a request without any (the first decision)
+    if req.decisions and all(_is_repeat(req, d, key) for d in decisions):
         return Transition(req, changed=False)
     if not req.pending:
         raise _already(req)
@@ -253,7 +254,7 @@ def apply_decisions(
             )
         seen.add(d.tool_call_id)
         cfg, call = new.review_configs[idx], new.calls[idx]
-        if _is_repeat(req, d, key):
+        if req.decisions and _is_repeat(req, d, key):
             continue
         if call.resolution is not None:
             raise _already(req, req.calls[idx])
