@@ -273,6 +273,8 @@ def build_request(
         built if inquiry is None and _plain_step(review, ctx, request_id) else _validated
     )
     actions, configs, states = [], [], []
+    timeout: float | None = None
+    after: float | None = None
     for call, verdict in review:
         spec = verdict.review or ReviewSpec()
         info = gate.tools.get(call.name)
@@ -304,13 +306,14 @@ def build_request(
         )
         chains.fresh(config, state)
         states.append(state)
-    asked = [chains.stage_config(c, s) for c, s in zip(configs, states, strict=True)]
-    timeout = min(c.timeout_s for c in asked)
-    escalate_at = None
-    escalating = [c for c in asked if c.on_timeout == "escalate"]
-    if escalating:
-        after = min(c.escalate_after_s or c.timeout_s / 2 for c in escalating)
-        escalate_at = now + timedelta(seconds=after)
+        # the earliest deadline and escalation over the calls, each as its stage asks now
+        asked = chains.stage_config(config, state)
+        timeout = asked.timeout_s if timeout is None else min(timeout, asked.timeout_s)
+        if asked.on_timeout == "escalate":
+            due = asked.escalate_after_s or asked.timeout_s / 2
+            after = due if after is None else min(after, due)
+    assert timeout is not None  # a request holds at least one call
+    escalate_at = None if after is None else now + timedelta(seconds=after)
     principal = make(PrincipalInfo, {"id": ctx.principal.id, "roles": sorted(ctx.principal.roles)})
     return make(  # type: ignore[no-any-return]
         ApprovalRequest,

@@ -66,6 +66,9 @@ def clone(model: M, shallow: frozenset[str] = frozenset()) -> M:
         value = fields[name]
         kind = type(value)
         if kind not in _ATOMIC:
+            if not value and (kind is list or kind is dict):  # empty: a new one, no call
+                fields[name] = kind()
+                continue
             copier = _COPIERS.get(kind)
             if copier is None:
                 copier = _COPIERS[kind] = _copier(kind)

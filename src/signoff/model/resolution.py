@@ -37,6 +37,7 @@ from signoff.model.errors import (
 from signoff.model.grants import Grant
 from signoff.model.identity import PersonKey, contains_person, person_key, same_person
 from signoff.model.requests import (
+    RUNNABLE,
     Action,
     ActionRequest,
     ApprovalRequest,
@@ -87,20 +88,22 @@ def _event(
     kind: str,
     call_id: str | None = None,
     *,
+    at: datetime,
+    actor: object = None,
     ar: ActionRequest | None = None,
-    **kw: object,
+    **data: object,
 ) -> AuditEvent:
-    """``ar``: the call's action request, when the caller has it at hand."""
+    """The audit event of a change; the other keywords are its ``data`` (a new dict).
+    ``ar``: the call's action request, when the caller has it at hand."""
     tool = None
     rule = None
     if call_id is not None:
         if ar is None:
             ar = req.action_request(call_id)
         tool, rule = ar.name, ar.rule
-    actor = kw.pop("actor", None)
     return AuditEvent(
         event=kind,  # type: ignore[arg-type]
-        at=kw.pop("at"),  # type: ignore[arg-type]
+        at=at,
         request_id=req.id,
         thread=req.thread,
         tool=tool,
@@ -110,7 +113,7 @@ def _event(
         agent=req.agent,
         rule=rule,
         policy_hash=req.policy_hash,
-        data=dict(kw),
+        data=data,
     )
 
 
@@ -628,7 +631,7 @@ def mark_execution(
     call = new.calls[idx]
     name = call.action.name
     if step == "executing":
-        if not call.runnable:
+        if call.resolution not in RUNNABLE:  # call.runnable, inline
             raise AlreadyExecuted(
                 f"call {tool_call_id} is {call.resolution or 'undecided'}; it may not run",
                 call_id=tool_call_id,

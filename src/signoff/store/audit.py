@@ -289,7 +289,7 @@ def unsealed(event: AuditEvent) -> Unsealed:
         at = _ISO_UTC % (m.year, m.month, m.day, m.hour, m.minute, m.second, m.microsecond)
     else:
         at = iso_utc(moment)
-    data = _canonical_data(event.data)
+    data = _canonical_data(event.data) if event.data else "{}"
     columns = (
         event.event,
         at,

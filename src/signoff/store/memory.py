@@ -21,6 +21,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from signoff.model import (
@@ -442,8 +443,11 @@ _SHARED_IN_CALL = frozenset({"action"})
 def _working_copy(snapshot: ApprovalRequest) -> ApprovalRequest:
     """The copy a change works on: its own calls, lists and dicts; the items above shared."""
     copy = clone(snapshot, _SHARED_IN_WORKING_COPY)
-    copy.__dict__["calls"] = [clone(call, _SHARED_IN_CALL) for call in snapshot.calls]
+    copy.__dict__["calls"] = list(map(_clone_call, snapshot.calls))
     return copy
+
+
+_clone_call = partial(clone, shallow=_SHARED_IN_CALL)
 
 
 def _matches(record: SealedRow, query: AuditQuery) -> bool:
