@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from signoff import CallContext, Gate, Policy, ToolCall
 from signoff.gate import submission
-from signoff.model import Principal, Verdict
+from signoff.model import Principal, ReviewConfig, ReviewSpec, Verdict, requests
+from signoff.model.verdicts import Approvers
 from signoff.store import MemoryStore
 from tests.model.test_built import same_model
 
@@ -78,6 +79,7 @@ def _both(
     fast = submission.build_request(gate, review, ctx, None, "req_fixed")
     with monkeypatch.context() as m:
         m.setattr(submission, "built", submission._validated)  # every model validated
+        m.setattr(requests, "built", submission._validated)  # the review configs too
         slow = submission.build_request(gate, review, ctx, None, "req_fixed")
     return fast, slow
 
@@ -145,3 +147,45 @@ def test_a_value_of_the_wrong_type_is_still_refused(gate: Gate) -> None:
     assert not submission._plain_step(review, ctx, None)
     with pytest.raises(ValidationError, match="thread"):
         submission.build_request(gate, review, ctx, None)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ReviewSpec(),
+        ReviewSpec(
+            allowed_decisions=("approve", "edit", "reject"),
+            editable_args="*",
+            notify=("slack", "email"),
+            timeout_s=30.0,
+            on_timeout="escalate",
+            escalate_to=Approvers(roles=("admin",)),
+            escalate_after_s=10.0,
+            forbid_self_approval=False,
+        ),
+        ReviewSpec(editable_args=("amount", "memo"), approvers=Approvers(users=("alice",))),
+    ],
+)
+def test_review_config_unvalidated_is_the_validated_config(
+    spec: ReviewSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert requests._plain_review(spec, "c1", "tool")
+    fast = ReviewConfig.of("c1", "tool", spec)
+    monkeypatch.setattr(requests, "built", submission._validated)
+    same_model(fast, ReviewConfig.of("c1", "tool", spec))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ReviewSpec(timeout_s=60),  # an int: validation makes it 60.0
+        ReviewSpec(escalate_after_s=5, on_timeout="escalate"),
+        ReviewSpec(notify=(Text("slack"),)),
+        ReviewSpec(editable_args=(Text("amount"),)),
+    ],
+)
+def test_review_values_validation_would_convert_are_validated(spec: ReviewSpec) -> None:
+    assert not requests._plain_review(spec, "c1", "tool")
+    config = ReviewConfig.of("c1", "tool", spec)
+    assert type(config.timeout_s) is float
+    assert config.model_dump_json() == ReviewConfig(**dict(config)).model_dump_json()
