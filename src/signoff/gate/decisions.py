@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import ValidationError
 
@@ -29,9 +29,12 @@ from signoff.model import (
     ToolCall,
     utcnow,
 )
+from signoff.model._built import built
 from signoff.model.grants import Grant, GrantRequest
 from signoff.model.inquiries import check_response
+from signoff.model.requests import Scope
 from signoff.model.resolution import Reroute, Transition, apply_decisions
+from signoff.model.verdicts import DecisionType
 from signoff.policy import Policy
 from signoff.policy.redact import restore, secret_changes
 
@@ -106,10 +109,10 @@ def parse_decisions(decisions: Sequence[Decision | Mapping[str, Any]]) -> list[D
 def assign_call_ids(req: ApprovalRequest, decisions: list[Decision]) -> list[str]:
     """Keyed decisions keep their ids; a positional list must answer every call (LangChain
     semantics) or every call still awaiting a decision."""
-    keyed = [d.tool_call_id for d in decisions]
-    if all(k is not None for k in keyed):
-        return [k for k in keyed if k is not None]
-    if any(k is not None for k in keyed):
+    keyed = [d.tool_call_id for d in decisions if d.tool_call_id is not None]
+    if len(keyed) == len(decisions):
+        return keyed
+    if keyed:
         raise DecisionError(
             "mix of keyed and positional decisions; give tool_call_id on all or none",
             field="decisions",
@@ -191,21 +194,44 @@ def checked_decisions(
             assert isinstance(scope, GrantRequest)
             grant = grant_from_decision(gate, req, call_id, scope, approver, d.message, where)
             out.grants[call_id] = grant
-        out.records.append(
-            DecisionRecord(
-                tool_call_id=call_id,
-                type=d.type,
-                edited_action=d.edited_action,
-                message=d.message,
-                answers=d.answers,
-                scope=d.scope,
-                approver=approver,
-                channel=channel,
-                at=now,
-                grant_id=grant.id if grant is not None else None,
-            )
-        )
+        values: dict[str, Any] = {
+            "tool_call_id": call_id,
+            "type": d.type,
+            "edited_action": d.edited_action,
+            "message": d.message,
+            "answers": d.answers,
+            "scope": d.scope,
+            "approver": approver,
+            "channel": channel,
+            "at": now,
+            "grant_id": grant.id if grant is not None else None,
+        }
+        plain = _plain_record(d, call_id, approver, channel)
+        out.records.append(built(DecisionRecord, values) if plain else DecisionRecord(**values))
     return out
+
+
+_DECISION_TYPES: frozenset[str] = frozenset(get_args(DecisionType))
+
+
+def _plain_record(d: Decision, call_id: str, approver: str, channel: str) -> bool:
+    """True when a record of ``d`` needs no validation: every value is of its field's exact
+    type already (``d`` was validated; ``approver`` and ``channel`` come from the caller).
+    Answers (validated against another type) and anything else take pydantic's path."""
+    return (
+        d.answers is None
+        and type(d.type) is str
+        and d.type in _DECISION_TYPES
+        and (d.message is None or type(d.message) is str)
+        and (d.edited_action is None or type(d.edited_action) is Action)
+        and ((type(d.scope) is str and d.scope in _SCOPES) or type(d.scope) is GrantRequest)
+        and type(call_id) is str
+        and type(approver) is str
+        and type(channel) is str
+    )
+
+
+_SCOPES: frozenset[str] = frozenset(get_args(Scope))
 
 
 def _check_one(

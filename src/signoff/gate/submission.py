@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from signoff.checks.limits import Limits, check_args, check_json, clip_text
@@ -39,7 +40,9 @@ from signoff.model import (
     new_id,
     utcnow,
 )
+from signoff.model._built import built
 from signoff.model.resolution import system_resolve
+from signoff.model.verdicts import Risk
 from signoff.policy.notify import wants
 from signoff.policy.redact import Redaction
 from signoff.store.base import OutboxStore
@@ -260,63 +263,129 @@ def build_request(
     request_id: str | None = None,
 ) -> ApprovalRequest:
     """One request holding every reviewable call of a step; the earliest deadline wins (for
-    an approval chain, its first stage's)."""
+    an approval chain, its first stage's).
+
+    The request, its calls and their actions are made without pydantic checking them again
+    (:func:`~signoff.model._built.built`) when every value the agent gave is already of its
+    field's exact type (:func:`_plain_step`); otherwise they are validated, as before."""
     now = utcnow()
-    specs: list[ReviewSpec] = [v.review or ReviewSpec() for _c, v in review]
+    make: Callable[[type[Any], dict[str, Any]], Any] = (
+        built if inquiry is None and _plain_step(review, ctx, request_id) else _validated
+    )
     actions, configs, states = [], [], []
-    for (call, verdict), spec in zip(review, specs, strict=True):
+    timeout: float | None = None
+    after: float | None = None
+    for call, verdict in review:
+        spec = verdict.review or ReviewSpec()
         info = gate.tools.get(call.name)
         actions.append(
-            ActionRequest(
-                name=call.name,
-                args=dict(call.args),
-                tool_call_id=call.id,
-                rule=verdict.rule,
-                reason=verdict.reason,
-                risk=verdict.risk,
-                description=verdict.description or spec.description,
-                intent=verdict.judgement.to_wire() if verdict.judgement is not None else None,
+            make(
+                ActionRequest,
+                {
+                    "name": call.name,
+                    "args": dict(call.args),
+                    "tool_call_id": call.id,
+                    "rule": verdict.rule,
+                    "reason": verdict.reason,
+                    "risk": verdict.risk,
+                    "description": verdict.description or spec.description,
+                    "intent": (
+                        verdict.judgement.to_wire() if verdict.judgement is not None else None
+                    ),
+                },
             )
         )
         schema = info.schema.json_schema if info and info.schema else None
-        configs.append(ReviewConfig.of(call.id, call.name, spec, schema))
-        states.append(
-            CallState(
-                tool_call_id=call.id,
-                quorum=spec.approvers.quorum,
-                action=Action(name=call.name, args=dict(call.args)),
-            )
+        config = ReviewConfig.of(call.id, call.name, spec, schema)
+        configs.append(config)
+        action = make(Action, {"name": call.name, "args": dict(call.args)})
+        state = make(
+            CallState,
+            # the config's quorum: the spec's, validated (an int) when the config was built
+            {"tool_call_id": call.id, "quorum": config.approvers.quorum, "action": action},
         )
-        chains.fresh(configs[-1], states[-1])
-    asked = [chains.stage_config(c, s) for c, s in zip(configs, states, strict=True)]
-    timeout = min(c.timeout_s for c in asked)
-    escalate_at = None
-    escalating = [c for c in asked if c.on_timeout == "escalate"]
-    if escalating:
-        after = min(c.escalate_after_s or c.timeout_s / 2 for c in escalating)
-        escalate_at = now + timedelta(seconds=after)
-    return ApprovalRequest(
-        waiter=gate.waiter_id,
-        lease_until=now + timedelta(seconds=gate.settings.lease),
-        id=request_id or new_id("req"),
-        kind="inquiry" if inquiry else "tool_call",
-        thread=ctx.thread,
-        agent=ctx.agent,
-        principal=PrincipalInfo(id=ctx.principal.id, roles=sorted(ctx.principal.roles)),
-        environment=ctx.environment,
-        user_request=ctx.user_request,
-        reasoning=ctx.reasoning,
-        attrs=_jsonable(ctx.attrs),
-        action_requests=actions,
-        review_configs=configs,
-        calls=states,
-        created_at=now,
-        expires_at=now + timedelta(seconds=timeout),
-        escalate_at=escalate_at,
-        policy_hash=review[0][1].policy_hash,
-        inquiry=inquiry,
-        fallback=gate.inquiry_judges.fallback_for(timeout) if inquiry else None,
+        chains.fresh(config, state)
+        states.append(state)
+        # the earliest deadline and escalation over the calls, each as its stage asks now
+        asked = chains.stage_config(config, state)
+        timeout = asked.timeout_s if timeout is None else min(timeout, asked.timeout_s)
+        if asked.on_timeout == "escalate":
+            due = asked.escalate_after_s or asked.timeout_s / 2
+            after = due if after is None else min(after, due)
+    assert timeout is not None  # a request holds at least one call
+    escalate_at = None if after is None else now + timedelta(seconds=after)
+    principal = make(PrincipalInfo, {"id": ctx.principal.id, "roles": sorted(ctx.principal.roles)})
+    return make(  # type: ignore[no-any-return]
+        ApprovalRequest,
+        {
+            "waiter": gate.waiter_id,
+            "lease_until": now + timedelta(seconds=gate.settings.lease),
+            "id": request_id or new_id("req"),
+            "kind": "inquiry" if inquiry else "tool_call",
+            "thread": ctx.thread,
+            "agent": ctx.agent,
+            "principal": principal,
+            "environment": ctx.environment,
+            "user_request": ctx.user_request,
+            "reasoning": ctx.reasoning,
+            "attrs": _jsonable(ctx.attrs),
+            "action_requests": actions,
+            "review_configs": configs,
+            "calls": states,
+            "created_at": now,
+            "expires_at": now + timedelta(seconds=timeout),
+            "escalate_at": escalate_at,
+            "policy_hash": review[0][1].policy_hash,
+            "inquiry": inquiry,
+            "fallback": gate.inquiry_judges.fallback_for(timeout) if inquiry else None,
+        },
     )
+
+
+def _validated(cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:
+    return cls(**values)
+
+
+_RISKS: frozenset[str] = frozenset(get_args(Risk))
+
+
+def _plain_step(
+    review: list[tuple[ToolCall, Verdict]], ctx: CallContext, request_id: str | None
+) -> bool:
+    """True when every value of the step that a request stores as it is — the agent's names,
+    ids, argument keys and context, and the verdict's rule, reason, risk and description —
+    is already of its field's exact type, so validation would neither convert nor refuse
+    it. Anything else (a ``str`` subclass, a number for a name, an intent judge's answer)
+    takes pydantic's validation, which converts or refuses it as before."""
+    for call, verdict in review:
+        if type(call.name) is not str or type(call.id) is not str:
+            return False
+        if verdict.judgement is not None or type(verdict.rule) is not str:
+            return False
+        if verdict.reason is not None and type(verdict.reason) is not str:
+            return False
+        risk = verdict.risk
+        if risk is not None and (type(risk) is not str or risk not in _RISKS):
+            return False
+        description = verdict.description or (verdict.review or _NO_REVIEW).description
+        if type(description) is not str or type(verdict.policy_hash) is not str:
+            return False
+        for key in call.args:
+            if type(key) is not str:
+                return False
+    principal = ctx.principal
+    if type(principal.id) is not str or type(ctx.thread) is not str:
+        return False
+    for role in principal.roles:
+        if type(role) is not str:
+            return False
+    for text in (ctx.agent, ctx.environment, ctx.user_request, ctx.reasoning, request_id):
+        if text is not None and type(text) is not str:
+            return False
+    return True
+
+
+_NO_REVIEW = ReviewSpec()
 
 
 async def notify(gate: Gate, req: ApprovalRequest) -> None:

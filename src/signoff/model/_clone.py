@@ -30,8 +30,9 @@ _ATOMIC: frozenset[type] = frozenset(
 )
 
 
-# per model class: the fields whose annotation admits a value that can change in place
-_PLANS: dict[type[BaseModel], tuple[str, ...]] = {}
+# per model class and set of shallow fields: the fields whose annotation admits a value that
+# can change in place, split into the shallow ones and the rest
+_PLANS: dict[tuple[type[BaseModel], frozenset[str]], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
 # the slots every pydantic model has, set through their descriptors (no __setattr__ lookup)
@@ -47,18 +48,27 @@ def clone(model: M, shallow: frozenset[str] = frozenset()) -> M:
     review configs in the MemoryStore's working copy): a list is copied as a list sharing
     its items, any other value is shared."""
     cls = type(model)
-    plan = _PLANS.get(cls)
+    plan = _PLANS.get((cls, shallow))
     if plan is None:
-        plan = _PLANS[cls] = _mutable_fields(cls)
+        mutable = _mutable_fields(cls)
+        plan = _PLANS[(cls, shallow)] = (
+            tuple(name for name in mutable if name in shallow),
+            tuple(name for name in mutable if name not in shallow),
+        )
+    shared, deep = plan
     new = cls.__new__(cls)
     fields = model.__dict__.copy()
-    for name in plan:
+    for name in shared:
         value = fields[name]
-        if name in shallow:
-            fields[name] = value.copy() if type(value) is list else value
-            continue
+        if type(value) is list:
+            fields[name] = value.copy()
+    for name in deep:
+        value = fields[name]
         kind = type(value)
         if kind not in _ATOMIC:
+            if not value and (kind is list or kind is dict):  # empty: a new one, no call
+                fields[name] = kind()
+                continue
             copier = _COPIERS.get(kind)
             if copier is None:
                 copier = _COPIERS[kind] = _copier(kind)
@@ -107,16 +117,19 @@ def _same(value: Any) -> Any:
 
 
 def _dict(value: dict[Any, Any]) -> dict[Any, Any]:
-    return {k: v if type(v) in _ATOMIC else _value(v) for k, v in value.items()}
+    copied = value.copy()  # plain loops: no comprehension frame (an empty dict, most attrs)
+    for key, item in copied.items():
+        if type(item) not in _ATOMIC:
+            copied[key] = _value(item)  # a new value for an existing key: safe while iterating
+    return copied
 
 
 def _list(value: list[Any]) -> list[Any]:
-    if not value:
-        return []
-    first = type(value[0])
-    if first in _ATOMIC and all(type(v) in _ATOMIC for v in value):
-        return value.copy()  # roles, approvals, allowed decisions: strings only
-    return [v if type(v) in _ATOMIC else _value(v) for v in value]
+    copied = value.copy()  # roles, approvals, allowed decisions: strings only, copied as is
+    for i, item in enumerate(copied):
+        if type(item) not in _ATOMIC:
+            copied[i] = _value(item)
+    return copied
 
 
 def _immutable_collection(value: tuple[Any, ...] | frozenset[Any]) -> Any:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from signoff.model._built import assign
 from signoff.model.identity import PersonKey, contains_person, person_key
 
 if TYPE_CHECKING:  # types only: requests.py uses these helpers for its own sentences
@@ -24,10 +25,11 @@ if TYPE_CHECKING:  # types only: requests.py uses these helpers for its own sent
 
 def fresh(cfg: ReviewConfig, call: CallState) -> None:
     """(Re)start ``call``'s chain at stage 1 with nobody counted (a no-op for plain approvers)."""
-    call.stage = 0
-    call.group_approvals = [[] for _ in cfg.approvers.groups]
-    if cfg.approvers.chained:
-        call.approvals = []
+    groups = cfg.approvers.groups
+    if groups:
+        assign(call, {"stage": 0, "group_approvals": [[] for _ in groups], "approvals": []})
+    else:  # plain approvers
+        assign(call, {"stage": 0, "group_approvals": []})
 
 
 def _progress(cfg: ReviewConfig, call: CallState) -> list[list[str]]:

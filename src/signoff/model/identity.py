@@ -35,5 +35,7 @@ def same_person(a: str | None, b: str | None, key: PersonKey = person_key) -> bo
 
 def contains_person(names: Iterable[str], name: str, key: PersonKey = person_key) -> bool:
     """True when one of ``names`` is the same person as ``name``."""
+    if not names:  # an empty list (no approvals yet, no users): no key to work out
+        return False
     wanted = key(name)
     return any(n == name or key(n) == wanted for n in names)

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from signoff.model import chains
+from signoff.model._built import built
 from signoff.model._clone import clone
 from signoff.model.grants import GrantRequest
 from signoff.model.identity import PersonKey, person_key, same_person
@@ -183,26 +184,70 @@ class ReviewConfig(_Model):
         spec: ReviewSpec,
         args_schema: dict[str, Any] | None = None,
     ) -> ReviewConfig:
-        return cls(
-            action_name=name,
-            allowed_decisions=list(spec.allowed_decisions),
-            args_schema=args_schema,
-            tool_call_id=tool_call_id,
-            editable_args=spec.editable_args
+        """The review of one call. Built without validating again when every value is
+        already of its field's exact type (:func:`_plain_review`: a policy's review always
+        is); a value validation would convert or refuse (an ``int`` timeout, a ``str``
+        subclass) takes pydantic's validation."""
+        values: dict[str, Any] = {
+            "action_name": name,
+            "allowed_decisions": list(spec.allowed_decisions),
+            "args_schema": args_schema,
+            "tool_call_id": tool_call_id,
+            "editable_args": spec.editable_args
             if spec.editable_args == "*"
             else list(spec.editable_args),
-            approvers=approvers_info(spec.approvers),
-            forbid_self_approval=spec.forbid_self_approval,
-            allow_thread_approval=spec.allow_thread_approval,
-            timeout_s=spec.timeout_s,
-            on_timeout=spec.on_timeout,
-            escalate_to=approvers_info(spec.escalate_to) if spec.escalate_to else None,
-            escalate_after_s=spec.escalate_after_s,
-            notify=list(spec.notify),
-        )
+            "approvers": approvers_info(spec.approvers),
+            "forbid_self_approval": spec.forbid_self_approval,
+            "allow_thread_approval": spec.allow_thread_approval,
+            "timeout_s": spec.timeout_s,
+            "on_timeout": spec.on_timeout,
+            "escalate_to": approvers_info(spec.escalate_to) if spec.escalate_to else None,
+            "escalate_after_s": spec.escalate_after_s,
+            "notify": list(spec.notify),
+        }
+        if args_schema is None and _plain_review(spec, tool_call_id, name):
+            return built(cls, values)
+        return cls(**values)
 
     def may_edit(self, arg: str) -> bool:
         return self.editable_args == "*" or arg in self.editable_args
+
+
+_DECISION_TYPES: frozenset[str] = frozenset(get_args(DecisionType))
+_ON_TIMEOUT: frozenset[str] = frozenset(get_args(OnTimeout))
+
+
+def _plain_review(spec: ReviewSpec, tool_call_id: str, name: str) -> bool:
+    """True when every value :meth:`ReviewConfig.of` takes from ``spec`` (and the call's id
+    and name) is of its field's exact type already, so validation would change nothing."""
+    if type(tool_call_id) is not str or type(name) is not str:
+        return False
+    if type(spec.timeout_s) is not float or type(spec.on_timeout) is not str:
+        return False
+    if spec.on_timeout not in _ON_TIMEOUT:
+        return False
+    after = spec.escalate_after_s
+    if after is not None and type(after) is not float:
+        return False
+    if type(spec.forbid_self_approval) is not bool:
+        return False
+    if type(spec.allow_thread_approval) is not bool:
+        return False
+    for decision in spec.allowed_decisions:
+        if type(decision) is not str or decision not in _DECISION_TYPES:
+            return False
+    editable = spec.editable_args
+    if type(editable) is str:
+        if editable != "*":
+            return False
+    else:
+        for arg in editable:
+            if type(arg) is not str:
+                return False
+    for channel in spec.notify:  # noqa: SIM110  (a loop: no generator frame per request)
+        if type(channel) is not str:
+            return False
+    return True
 
 
 class Decision(_Model):

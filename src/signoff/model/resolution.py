@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from signoff.model import chains
+from signoff.model._built import assign
 from signoff.model.audit import AuditEvent
 from signoff.model.errors import (
     AlreadyDecided,
@@ -36,7 +37,9 @@ from signoff.model.errors import (
 from signoff.model.grants import Grant
 from signoff.model.identity import PersonKey, contains_person, person_key, same_person
 from signoff.model.requests import (
+    RUNNABLE,
     Action,
+    ActionRequest,
     ApprovalRequest,
     CallState,
     DecisionRecord,
@@ -80,16 +83,27 @@ class Transition:
     grants: list[Grant] = field(default_factory=list)  # created by this change, same commit
 
 
-def _event(req: ApprovalRequest, kind: str, call_id: str | None = None, **kw: object) -> AuditEvent:
+def _event(
+    req: ApprovalRequest,
+    kind: str,
+    call_id: str | None = None,
+    *,
+    at: datetime,
+    actor: object = None,
+    ar: ActionRequest | None = None,
+    **data: object,
+) -> AuditEvent:
+    """The audit event of a change; the other keywords are its ``data`` (a new dict).
+    ``ar``: the call's action request, when the caller has it at hand."""
     tool = None
     rule = None
     if call_id is not None:
-        ar = req.action_request(call_id)
+        if ar is None:
+            ar = req.action_request(call_id)
         tool, rule = ar.name, ar.rule
-    actor = kw.pop("actor", None)
     return AuditEvent(
         event=kind,  # type: ignore[arg-type]
-        at=kw.pop("at"),  # type: ignore[arg-type]
+        at=at,
         request_id=req.id,
         thread=req.thread,
         tool=tool,
@@ -99,7 +113,7 @@ def _event(req: ApprovalRequest, kind: str, call_id: str | None = None, **kw: ob
         agent=req.agent,
         rule=rule,
         policy_hash=req.policy_hash,
-        data=dict(kw),
+        data=data,
     )
 
 
@@ -213,7 +227,8 @@ def apply_decisions(
     roles = frozenset(approver_roles)
     if not decisions:
         raise DecisionError("no decisions given", field="decisions")
-    if all(_is_repeat(req, d, key) for d in decisions):
+    # nothing can repeat a decision on a request without any (the first decision)
+    if req.decisions and all(_is_repeat(req, d, key) for d in decisions):
         return Transition(req, changed=False)
     if not req.pending:
         raise _already(req)
@@ -242,7 +257,7 @@ def apply_decisions(
             )
         seen.add(d.tool_call_id)
         cfg, call = new.review_configs[idx], new.calls[idx]
-        if _is_repeat(req, d, key):
+        if req.decisions and _is_repeat(req, d, key):
             continue
         if call.resolution is not None:
             raise _already(req, req.calls[idx])
@@ -269,14 +284,14 @@ def apply_decisions(
         else:
             _apply_one(new, tr, idx, d, now, key, (grants or {}).get(d.tool_call_id), roles)
     if all(c.resolution is not None for c in new.calls):
-        new.status = "resolved"
-        new.resolved_at = now
+        assign(new, {"status": "resolved", "resolved_at": now, "version": new.version + 1})
         tr.events.append(
             _event(
                 new, "resolved", at=now, outcomes={c.tool_call_id: c.resolution for c in new.calls}
             )
         )
-    new.version += 1
+    else:
+        assign(new, {"version": new.version + 1})
     return tr
 
 
@@ -311,7 +326,7 @@ def _apply_one(
     call, cfg = new.calls[idx], new.review_configs[idx]
     new.decisions.append(d)
     scope = d.scope if isinstance(d.scope, str) else d.scope.model_dump(by_alias=True)
-    data: dict[str, object] = {"type": d.type, "channel": d.channel, "scope": scope}
+    data: dict[str, Any] = {"type": d.type, "channel": d.channel, "scope": scope}
     if d.os_user:
         data["os_user"] = d.os_user
     if d.message:
@@ -357,7 +372,10 @@ def _apply_one(
         _resolve(call, "responded", d, now)
     if cfg.approvers.chained:
         data["progress"] = chains.progress(cfg, call)
-    tr.events.append(_event(new, "decided", d.tool_call_id, at=now, actor=d.approver, **data))
+    ar = new.action_requests[idx]
+    tr.events.append(
+        _event(new, "decided", d.tool_call_id, ar=ar, at=now, actor=d.approver, **data)
+    )
     if stage_started and call.resolution is None:
         _start_stage(new, tr, idx, now, restarted=d.type == "edit")
 
@@ -442,7 +460,7 @@ def _reroute(
         ) is None and not is_self_approval(reroute.config, new, d.approver, key)
         call.approvals = [d.approver] if counted else []
     call.rerouted_from = from_rule
-    data: dict[str, object] = {
+    data: dict[str, Any] = {
         "type": "edit",
         "channel": d.channel,
         "edited_args": d.edited_action.args,
@@ -486,11 +504,16 @@ def grant_created_event(grant: Grant, now: datetime) -> AuditEvent:
 
 
 def _resolve(call: CallState, resolution: str, d: DecisionRecord, now: datetime) -> None:
-    call.resolution = resolution  # type: ignore[assignment]
-    call.message = d.message
-    call.answers = d.answers
-    call.resolved_by = d.approver
-    call.resolved_at = now
+    assign(
+        call,
+        {
+            "resolution": resolution,
+            "message": d.message,
+            "answers": d.answers,
+            "resolved_by": d.approver,
+            "resolved_at": now,
+        },
+    )
 
 
 def due_transition(req: ApprovalRequest, now: datetime) -> Transition | None:
@@ -604,10 +627,11 @@ def mark_execution(
     ``in_place``: see the module docstring.
     """
     new = req if in_place else req.copy_for_update()
-    call = new.call(tool_call_id)
+    idx = new.index_of(tool_call_id)
+    call = new.calls[idx]
     name = call.action.name
     if step == "executing":
-        if not call.runnable:
+        if call.resolution not in RUNNABLE:  # call.runnable, inline
             raise AlreadyExecuted(
                 f"call {tool_call_id} is {call.resolution or 'undecided'}; it may not run",
                 call_id=tool_call_id,
@@ -634,14 +658,13 @@ def mark_execution(
             tool=name,
             request_id=req.id,
         )
-    call.execution = step
-    call.execution_at = now
-    call.execution_error = error
-    data: dict[str, object] = {"args": call.action.args} if step == "executing" else {}
+    assign(call, {"execution": step, "execution_at": now, "execution_error": error})
+    data: dict[str, Any] = {"args": call.action.args} if step == "executing" else {}
     if error:
         data["error"] = error
-    tr = Transition(new, [_event(new, step, tool_call_id, at=now, actor=actor, **data)])
-    new.version += 1
+    ar = new.action_requests[idx]
+    tr = Transition(new, [_event(new, step, tool_call_id, ar=ar, at=now, actor=actor, **data)])
+    assign(new, {"version": new.version + 1})
     return tr
 
 
@@ -764,7 +787,7 @@ def reconcile(
     call.execution_at = now
     call.execution_error = message if outcome == "failed" else None
     new.version += 1
-    data: dict[str, object] = {"outcome": outcome}
+    data: dict[str, Any] = {"outcome": outcome}
     if message:
         data["message"] = message
     event = _event(new, "reconciled", tool_call_id, at=now, actor=actor, **data)

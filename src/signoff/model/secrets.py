@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from signoff.model._built import assign
 from signoff.model.audit import AuditEvent
 from signoff.model.requests import ApprovalRequest, CallState
 from signoff.model.resolution import Transition
@@ -54,7 +55,10 @@ def finished(call: CallState) -> bool:
 def seal_finished(req: ApprovalRequest, sealer: Sealer) -> None:
     """Seal the arguments of every finished call of ``req``, in place (``req`` is the copy a
     transition is building). Calls that may still run keep their real values."""
-    done = {c.tool_call_id for c in req.calls if finished(c)}
+    done = set()
+    for c in req.calls:  # finished(c), inline: on every transition
+        if c.resolution in FINISHED_RESOLUTIONS or c.execution in FINISHED_EXECUTIONS:
+            done.add(c.tool_call_id)
     if not done:
         return
     # action requests, decisions and a call's action are replaced, never changed: a store's
@@ -77,7 +81,8 @@ def seal_finished(req: ApprovalRequest, sealer: Sealer) -> None:
                 sealed_edit = edited.model_copy(update={"args": args})
                 req.decisions[i] = decision.model_copy(update={"edited_action": sealed_edit})
     if len(done) == len(req.calls):
-        req.attrs = sealer.seal(req.attrs)
+        attrs = req.attrs  # set either way, as before; an empty dict has nothing to seal
+        assign(req, {"attrs": sealer.seal(attrs) if attrs else attrs})
 
 
 def seal_events(events: Iterable[AuditEvent], sealer: Sealer) -> None:

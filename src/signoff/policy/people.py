@@ -45,7 +45,7 @@ class People(Mapping[str, Person]):
     """The directory as a read-only mapping of person id to :class:`Person`, whose lookups
     (``in``, ``[]``, :meth:`find`) accept any spelling of an id or alias."""
 
-    __slots__ = ("_by_id", "_by_key", "roles")
+    __slots__ = ("_by_id", "_by_key", "_keys", "roles")
 
     def __init__(self, people: Mapping[str, Person] | None = None) -> None:
         self._by_id: dict[str, Person] = dict(people or {})
@@ -53,6 +53,14 @@ class People(Mapping[str, Person]):
         for person in self._by_id.values():
             for name in (person.id, *person.aliases):
                 self._by_key.setdefault(person_key(name), person)
+        # each listed id and alias, as written, to its key (worked out once, at load): the
+        # approver's and the principal's on every decision
+        self._keys: dict[str, str] = {}
+        self._keys = {
+            name: self.key(name)
+            for person in self._by_id.values()
+            for name in (person.id, *person.aliases)
+        }
         self.roles = RolesByName(self)
 
     def find(self, name: object) -> Person | None:
@@ -67,6 +75,9 @@ class People(Mapping[str, Person]):
     def key(self, name: str) -> str:
         """The comparison key of ``name``: the listed person's, for an id or alias of theirs
         (so every alias compares equal to the person), else ``person_key(name)``."""
+        known = self._keys.get(name)
+        if known is not None:
+            return known
         found = self.find(name)
         return person_key(found.id if found is not None else name)
 

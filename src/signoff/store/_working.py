@@ -17,6 +17,8 @@ Measured (issue #15 round 6, ``docs/benchmarks.md``): about a third of what a fu
 
 from __future__ import annotations
 
+from functools import partial
+
 from signoff.model import ApprovalRequest
 from signoff.model._clone import clone
 
@@ -29,5 +31,8 @@ _SHARED_IN_CALL = frozenset({"action"})
 def working_copy(snapshot: ApprovalRequest) -> ApprovalRequest:
     """The copy a change works on: its own calls, lists and dicts; the items above shared."""
     copy = clone(snapshot, _SHARED_IN_WORKING_COPY)
-    copy.__dict__["calls"] = [clone(call, _SHARED_IN_CALL) for call in snapshot.calls]
+    copy.__dict__["calls"] = list(map(_clone_call, snapshot.calls))
     return copy
+
+
+_clone_call = partial(clone, shallow=_SHARED_IN_CALL)

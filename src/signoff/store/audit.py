@@ -136,6 +136,9 @@ def record_fields(record: AuditRecord) -> dict[str, Any]:
     }
 
 
+_sha256 = hashlib.sha256
+
+
 class SealedRow(NamedTuple):
     """An event sealed into the chain, as stored: timestamps and ``data`` as canonical text."""
 
@@ -209,9 +212,13 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
     ``data`` is serialized once: its canonical text (of its stored, JSON-native form) is both
     what is stored and what is spliced into the hashed object (:func:`unsealed`).
     """
-    item = unsealed(event)
-    digest = hashlib.sha256(item.hashed(seq, prev_hash).encode("ascii")).hexdigest()
-    return SealedRow._make((seq, *item.columns, item.data, prev_hash, digest))
+    front, middle, back, columns, data = unsealed(event)
+    # Unsealed.hashed, inline (on every event): the link and the place spliced in
+    link = _ascii_string(prev_hash) if type(prev_hash) is str else _text(prev_hash)
+    place = str(seq) if type(seq) is int else _text(seq)
+    text = f"{front}{link}{middle}{place}{back}"
+    digest = _sha256(text.encode("ascii")).hexdigest()
+    return _new_row(SealedRow, (seq, *columns, data, prev_hash, digest))
 
 
 # json's own C string encoder (what the canonical encoder calls for every str with
@@ -249,6 +256,14 @@ class Unsealed(NamedTuple):
         return f"{self.front}{link}{self.middle}{place}{self.back}"
 
 
+# SealedRow._make without its Python-level call: a named tuple is a tuple of its fields
+_new_row: Callable[[type[SealedRow], tuple[Any, ...]], SealedRow] = tuple.__new__
+
+
+# Unsealed(...) without the named tuple's Python-level __new__
+_new_unsealed: Callable[[type[Unsealed], tuple[Any, ...]], Unsealed] = tuple.__new__
+
+
 def _text(value: Any) -> str:
     """One column's canonical JSON: a ``str`` through json's own string encoder, ``None``
     as ``null``, an ``int`` as itself; anything else (a ``str`` subclass…) through the
@@ -268,8 +283,13 @@ def unsealed(event: AuditEvent) -> Unsealed:
     ``actor, agent, at, data, event, policy_hash, prev_hash, principal, request_id, rule,
     seq, thread, tool, tool_call_id``; it is written field by field (no dict built and
     encoded per event)."""
-    at = iso_utc(event.at)
-    data = _canonical_data(event.data)
+    moment = event.at
+    if moment.tzinfo is UTC:  # iso_utc's common case, inline (on every event)
+        m = moment
+        at = _ISO_UTC % (m.year, m.month, m.day, m.hour, m.minute, m.second, m.microsecond)
+    else:
+        at = iso_utc(moment)
+    data = _canonical_data(event.data) if event.data else "{}"
     columns = (
         event.event,
         at,
@@ -284,16 +304,30 @@ def unsealed(event: AuditEvent) -> Unsealed:
         event.policy_hash,
     )
     # each column's text; a str straight through json's C string encoder, None as null
-    ev, at_, req, thread, tool, call, actor, principal, agent, rule, policy = [
-        _ascii_string(v) if type(v) is str else "null" if v is None else _text(v) for v in columns
-    ]
+    # (spelled out column by column: no comprehension frame and loop on every event)
+    c = columns
+    ev = "null" if c[0] is None else _ascii_string(c[0]) if type(c[0]) is str else _text(c[0])
+    at_ = f'"{at}"'  # ISO digits and -:.TZ: nothing to escape
+    req = "null" if c[2] is None else _ascii_string(c[2]) if type(c[2]) is str else _text(c[2])
+    thread = "null" if c[3] is None else _ascii_string(c[3]) if type(c[3]) is str else _text(c[3])
+    tool = "null" if c[4] is None else _ascii_string(c[4]) if type(c[4]) is str else _text(c[4])
+    call = "null" if c[5] is None else _ascii_string(c[5]) if type(c[5]) is str else _text(c[5])
+    actor = "null" if c[6] is None else _ascii_string(c[6]) if type(c[6]) is str else _text(c[6])
+    principal = (
+        "null" if c[7] is None else _ascii_string(c[7]) if type(c[7]) is str else _text(c[7])
+    )
+    agent = "null" if c[8] is None else _ascii_string(c[8]) if type(c[8]) is str else _text(c[8])
+    rule = "null" if c[9] is None else _ascii_string(c[9]) if type(c[9]) is str else _text(c[9])
+    policy = (
+        "null" if c[10] is None else _ascii_string(c[10]) if type(c[10]) is str else _text(c[10])
+    )
     front = (
         f'{{"actor":{actor},"agent":{agent},"at":{at_},"data":{data},"event":{ev},'
         f'"policy_hash":{policy},"prev_hash":'
     )
     middle = f',"principal":{principal},"request_id":{req},"rule":{rule},"seq":'
     back = f',"thread":{thread},"tool":{tool},"tool_call_id":{call}}}'
-    return Unsealed(front, middle, back, columns, data)
+    return _new_unsealed(Unsealed, (front, middle, back, columns, data))
 
 
 def seal_rows(events: Iterable[AuditEvent], last_seq: int, last_hash: str) -> list[SealedRow]:
