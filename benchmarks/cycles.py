@@ -66,8 +66,10 @@ class Agent:
             await self.cycle(i)
 
 
-async def _measure(store: Store, agents: int, cycles: int, warmup: int) -> dict[str, Any]:
-    gate = Gate(fixtures.policy(), store)
+async def _measure(
+    store: Store, agents: int, cycles: int, warmup: int, *, sweep_interval: float | None = None
+) -> dict[str, Any]:
+    gate = Gate(fixtures.policy(), store, sweep_interval=sweep_interval)
     await gate.astart()
     try:
         await Agent(gate, "warmup").run(0, warmup)
