@@ -4,19 +4,11 @@ thread (tests, the demo, benchmarks), with graceful shutdown either way.
 Uvicorn waits for open connections before it runs the app's shutdown, so our server
 subclass first ends event streams and answers long-polls (:func:`signoff.server.app.stop`).
 Link tokens travel in query strings; the access log gets them redacted.
-
-``signoff serve`` freezes the heap once the app has started (:func:`gc.freeze`): the modules,
-the policy and the app built at start-up live as long as the process, and without it every
-full collection of the cyclic garbage collector walks all of them again — a few percent of the
-server's CPU per approval cycle (docs/benchmarks.md, round 6). Objects made later are
-collected as before. A server on a background thread (tests, the demo) leaves its host
-process's collector alone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import math
 import re
@@ -47,18 +39,9 @@ class RedactLinkTokens(logging.Filter):
 
 
 class _Server(uvicorn.Server):
-    def __init__(
-        self, config: uvicorn.Config, app: Starlette, *, freeze_heap: bool = False
-    ) -> None:
+    def __init__(self, config: uvicorn.Config, app: Starlette) -> None:
         super().__init__(config)
         self._signoff_app = app
-        self._freeze_heap = freeze_heap
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if self._freeze_heap and self.started:
-            gc.collect()  # what start-up left as garbage is freed, not frozen
-            gc.freeze()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         stop(self._signoff_app)
@@ -96,9 +79,7 @@ def _install_log_filter() -> None:
 
 def serve(app: Starlette, host: str, port: int, *, access_log: bool = True) -> None:
     """Serve in the foreground until SIGINT/SIGTERM."""
-    server = _Server(
-        _config(app, host, port, access_log=access_log, log_level="info"), app, freeze_heap=True
-    )
+    server = _Server(_config(app, host, port, access_log=access_log, log_level="info"), app)
     _install_log_filter()
     server.run()
 
