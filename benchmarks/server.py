@@ -11,6 +11,11 @@ clients in this one process.
   server's RSS and CPU while they all wait (an idle window), then every request is decided
   and every waiter must wake with ``resolved``.
 * **cycles/s**: concurrent agents each running submit → wait → decide → resumed, over HTTP.
+
+``python -m benchmarks.server instructions [N M]`` (not part of ``make bench``: it takes
+minutes) counts the instructions the server process executes per HTTP cycle under valgrind's
+callgrind: a steady measure where CPU seconds move with the machine's load (see
+:func:`instructions_per_cycle`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,11 @@ WAITERS_PER_CLIENT = 50
 
 # ---------------------------------------------------------------------- the server process
 class ServerProcess:
+    # a command put in front of ``python -m signoff serve`` (valgrind), and how long start-up
+    # may take with it
+    wrapper: tuple[str, ...] = ()
+    start_timeout = 60.0
+
     def __init__(self, directory: Path) -> None:
         self.config = directory / "signoff.yaml"
         self.config.write_text(
@@ -81,6 +91,7 @@ class ServerProcess:
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [
+                    *self.wrapper,
                     sys.executable,
                     "-m",
                     "signoff",
@@ -93,7 +104,7 @@ class ServerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + self.start_timeout
         while True:  # process start-up only
             try:
                 if httpx.get(f"{self.url}/healthz").status_code == 200:
@@ -405,6 +416,68 @@ async def _revocation(server: ServerProcess, rounds: int) -> dict[str, Any]:
     return {"rounds": rounds, "refused_after_ms": summarize(latencies, 1)}
 
 
+# ---------------------------------------------------------------------- 5. instructions per cycle
+class CallgrindServer(ServerProcess):
+    """``signoff serve`` under ``valgrind --tool=callgrind`` (about 50x slower)."""
+
+    start_timeout = 600.0
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.out = directory / "callgrind.out"
+        self.wrapper = (
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={self.out}.%p",
+            "--dump-instr=no",
+        )
+
+    def dump(self) -> int:
+        """Instructions executed since the last dump (``callgrind_control -d``)."""
+        assert self.proc is not None
+        pattern = f"{self.out.name}.{self.proc.pid}.*"
+        before = set(self.out.parent.glob(pattern))
+        subprocess.run(
+            ["callgrind_control", "-d", str(self.proc.pid)], check=True, capture_output=True
+        )
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            for path in set(self.out.parent.glob(pattern)) - before:
+                for line in path.read_text(errors="replace").splitlines():
+                    if line.startswith(("totals:", "summary:")):
+                        return int(line.split()[1])
+            time.sleep(0.2)  # the dump is written by the server process, asynchronously
+        raise AssertionError("callgrind wrote no dump")
+
+
+def instructions_per_cycle(n: int = 64, m: int = 320) -> dict[str, Any]:
+    """Instructions per HTTP cycle executed by the server process (all its threads, user
+    space; the kernel's part is not counted). After an 80-cycle warm-up the counters are
+    dumped, then after ``n`` cycles and after ``m`` more; per cycle = (I_m − I_n) / (m − n),
+    so start-up and each run's fixed costs (new client connections) cancel. Not
+    deterministic to the last instruction (threads, timers, group commit's batching), but
+    steady to about 1 % between runs, where CPU time moves by 10 % with the load."""
+    with tempfile.TemporaryDirectory(prefix="signoff-bench-callgrind-") as tmp:
+        server = CallgrindServer(Path(tmp))
+        agent = server.token("--agent", AGENT)
+        approver = server.token("--approver", fixtures.APPROVER)
+        server.start()
+        try:
+            asyncio.run(_cycles(server, agent, approver, 80, CONCURRENT_AGENTS))
+            server.dump()
+            asyncio.run(_cycles(server, agent, approver, n, CONCURRENT_AGENTS))
+            at_n = server.dump()
+            asyncio.run(_cycles(server, agent, approver, m, CONCURRENT_AGENTS))
+            at_m = server.dump()
+        finally:
+            server.stop()
+    return {
+        "cycles": [n, m],
+        "instructions": [at_n, at_m],
+        "instructions_per_cycle": round((at_m - at_n) / (m - n)),
+    }
+
+
 # ---------------------------------------------------------------------- entry points
 def run(quick: bool) -> dict[str, Any]:
     n_resume = 30 if quick else 300
@@ -482,3 +555,10 @@ def rows(result: dict[str, Any]) -> list[Row]:
             f"{t['rounds']} rounds, random phase against the 0.5 s token-cache check",
         ),
     ]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["instructions"]:
+        raise SystemExit("usage: python -m benchmarks.server instructions [N M]")
+    sizes = [int(a) for a in sys.argv[2:4]]
+    print(json.dumps(instructions_per_cycle(*sizes)))
