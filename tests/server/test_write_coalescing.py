@@ -81,3 +81,18 @@ async def test_close_sends_what_is_held_first(
     transport.close()
     assert transport.is_closing()
     assert (await _until(peer, 36)).startswith(b"HTTP/1.1 431")
+
+
+async def test_writelines_and_write_eof_keep_the_order(
+    pair: tuple[CoalescingTransport, socket.socket],
+) -> None:
+    transport, peer = pair
+    transport.write(b"head;")
+    transport.writelines([b"a", b"b"])
+    transport.write(b"tail")
+    transport.write_eof()  # sends what is held first
+    got = b""
+    while not got.endswith(b"tail"):
+        got += _pending(peer)
+        await asyncio.sleep(0)
+    assert got == b"head;abtail"

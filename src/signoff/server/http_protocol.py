@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
@@ -56,6 +57,13 @@ class CoalescingTransport:
         held, self._held = self._held, None
         if held is not None and not self._transport.is_closing():
             self._transport.write(held)
+
+    def writelines(self, chunks: Iterable[bytes]) -> None:
+        self.write(b"".join(chunks))
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
 
     def close(self) -> None:
         self.flush()
