@@ -31,6 +31,7 @@ from benchmarks import (
     grants,
     guard,
     inquiry_fallback,
+    instructions,
     intent,
     metrics,
     non_interactive,
@@ -65,6 +66,11 @@ BENCHMARKS: dict[str, Benchmark] = {
         _entry("guard", guard, "@gate.guard overhead on an allowed call, sync and async"),
         _entry("resume", resume, "decide -> waiting agent resumes, in-process and cross-process"),
         _entry("cycles", cycles, "create -> decide -> resume -> run cycles/s"),
+        _entry(
+            "instructions",
+            instructions,
+            "instructions per approval cycle under callgrind (load-independent)",
+        ),
         _entry("mcp", mcp_proxy, "MCP proxy: added latency of an allowed tools/call"),
         _entry("server", server, "HTTP server: resume latency, 1,000 long-polls, cycles/s"),
         _entry(

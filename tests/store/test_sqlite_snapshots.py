@@ -70,15 +70,28 @@ async def test_mutate_works_on_a_private_copy_of_the_snapshot(watched: SQLiteSto
 
     def mutate(req: ApprovalRequest) -> Transition:
         handed.append(req)
+        # as the MemoryStore's (store/_working.py): its own lists and calls, sharing the
+        # items the state machine only ever replaces whole
+        assert req.action_requests is not snapshot.action_requests
+        assert req.action_requests[0] is snapshot.action_requests[0]
+        assert req.review_configs[0] is snapshot.review_configs[0]
+        assert req.calls[0] is not snapshot.calls[0]
+        assert req.calls[0].action is snapshot.calls[0].action
         req.waiter = "changed"
-        req.action_requests[0].args["extra"] = 1
+        req.calls[0].approvals.append("bob")  # calls are the working copy's own
+        # action requests are shared with the snapshot: a change replaces one, as the state
+        # machine does (model/resolution.py), never changes it in place
+        shared = req.action_requests[0]
+        req.action_requests[0] = shared.model_copy(update={"args": {**shared.args, "x": 1}})
         return Transition(req, [])
 
     await watched.update_request("r1", mutate)
     assert handed[0] is not snapshot
-    assert snapshot.waiter == "a" and "extra" not in snapshot.action_requests[0].args
+    assert snapshot.waiter == "a" and snapshot.calls[0].approvals == []
+    assert "x" not in snapshot.action_requests[0].args
     after = await watched.get_request("r1")
     assert after is handed[0] and after.waiter == "changed"
+    assert after.calls[0].approvals == ["bob"] and after.action_requests[0].args["x"] == 1
 
 
 async def test_a_waiter_shares_the_committed_snapshot(watched: SQLiteStore) -> None:

@@ -195,7 +195,10 @@ class Store(Protocol):
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
         """Atomically apply ``mutate`` to the stored request (see module docstring).
 
-        ``mutate`` gets a private copy of the row, which it may change and return.
+        ``mutate`` gets a private copy of the row, which it may change and return. The copy
+        may share, with the snapshot it replaces, the items a change only ever replaces whole
+        (action requests, decisions, review configs, the principal, each call's action;
+        ``store/_working.py``, ``model/resolution.py``): its lists and calls are its own.
 
         Raises :class:`NotFound` for an unknown id. When the transition is unchanged
         (``changed=False``) nothing is written. Grants in the transition (created by the

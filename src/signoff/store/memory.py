@@ -33,12 +33,12 @@ from signoff.model import (
     StoreError,
     Transition,
 )
-from signoff.model._clone import clone
 from signoff.model.grants import Grant
 from signoff.store import _grants
 from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
 from signoff.store._outbox_memory import MemoryOutbox
 from signoff.store._waiting import Listeners, Waiters, listener_event, wait_until_terminal
+from signoff.store._working import working_copy
 from signoff.store.audit import GENESIS_HASH, SealedRow, iso_utc, seal_rows, verify_chain
 from signoff.store.base import (
     AuditQuery,
@@ -176,7 +176,7 @@ class MemoryStore(MemoryOutbox):
             if current is None:
                 raise NotFound(f"no approval request {request_id}")
             # the one copy of a change: the mutation's working copy becomes the new snapshot
-            transition = mutate(_working_copy(current))
+            transition = mutate(working_copy(current))
             if not transition.changed:
                 return transition
             new = transition.request
@@ -416,27 +416,6 @@ class MemoryStore(MemoryOutbox):
             events.append(self._queued.popleft())
         if events:
             self._append_locked(events)
-
-
-# Review configs, action requests and decisions are set when created and replaced whole (an
-# edit that reroutes a call puts a new config and action request in their place; sealing a
-# finished call's secrets replaces its action request and decisions), and the principal is
-# never changed: a change's working copy shares them with the snapshot it replaces (the
-# lists are its own). Calls (CallState) are the working copy's own, changed in place, but
-# share their ``action``: an edit or sealing a finished call's secrets puts a new Action in
-# its place. The state machine keeps to this (model/resolution.py's docstring);
-# tests/gate/snapshots.py fails a test whose change alters the snapshot it replaced.
-_SHARED_IN_WORKING_COPY = frozenset(
-    {"review_configs", "action_requests", "decisions", "principal", "calls"}
-)
-_SHARED_IN_CALL = frozenset({"action"})
-
-
-def _working_copy(snapshot: ApprovalRequest) -> ApprovalRequest:
-    """The copy a change works on: its own calls, lists and dicts; the items above shared."""
-    copy = clone(snapshot, _SHARED_IN_WORKING_COPY)
-    copy.__dict__["calls"] = [clone(call, _SHARED_IN_CALL) for call in snapshot.calls]
-    return copy
 
 
 def _matches(record: SealedRow, query: AuditQuery) -> bool:

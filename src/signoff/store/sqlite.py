@@ -76,6 +76,7 @@ from signoff.store._waiting import (
     settle_made,
     wait_until_terminal,
 )
+from signoff.store._working import working_copy
 from signoff.store.audit import GENESIS_HASH, ChainVerifier
 from signoff.store.base import (
     PROMPT_KINDS,
@@ -345,7 +346,7 @@ class SQLiteStore:
             if cached is not None:
                 # a private copy of the shared snapshot (or a parse of our own text)
                 current = (
-                    cached.request.copy_for_update()
+                    working_copy(cached.request)
                     if cached.request is not None
                     else parse_doc(request_id, cached.doc)
                 )
