@@ -54,6 +54,7 @@ class ServerProcess:
     # may take with it
     wrapper: tuple[str, ...] = ()
     start_timeout = 60.0
+    env: dict[str, str] | None = None  # None: this process's environment
 
     def __init__(self, directory: Path) -> None:
         self.config = directory / "signoff.yaml"
@@ -103,6 +104,7 @@ class ServerProcess:
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=self.env,
             )
         deadline = time.monotonic() + self.start_timeout
         while True:  # process start-up only
@@ -431,6 +433,8 @@ class CallgrindServer(ServerProcess):
             f"--callgrind-out-file={self.out}.%p",
             "--dump-instr=no",
         )
+        # the same string hashing (dict and set layouts) from run to run
+        self.env = {**os.environ, "PYTHONHASHSEED": "0"}
 
     def dump(self) -> int:
         """Instructions executed since the last dump (``callgrind_control -d``)."""
@@ -454,11 +458,11 @@ def instructions_per_cycle(n: int = 64, runs: int = 3) -> dict[str, Any]:
     """Instructions per HTTP cycle executed by the server process (all its threads, user
     space; the kernel's part is not counted). After an 80-cycle warm-up the counters are
     reset, then ``runs`` runs of ``n`` cycles are counted one by one; the result is the
-    median run's instructions / ``n``. Each run's own fixed cost (two new httpx clients'
-    connections) is included. Short runs on purpose: the store's cost per cycle changes as a
-    fresh database grows (see docs/benchmarks.md, round 6), and the time-driven work of an
-    idle server (token and data_version checks, the sweeper: ~1.7 M instructions per second
-    under callgrind) grows with a run's length."""
+    median run's instructions / ``n`` (``PYTHONHASHSEED=0``). Each run's own fixed cost (two
+    new httpx clients' connections) is included. Short runs on purpose: the store's cost per
+    cycle changes as a fresh database grows (see docs/benchmarks.md, round 6), and the
+    time-driven work of an idle server (token and data_version checks, the sweeper: ~1.7 M
+    instructions per second under callgrind) grows with a run's length."""
     per_run: list[int] = []
     with tempfile.TemporaryDirectory(prefix="signoff-bench-callgrind-") as tmp:
         server = CallgrindServer(Path(tmp))
