@@ -11,6 +11,11 @@ clients in this one process.
   server's RSS and CPU while they all wait (an idle window), then every request is decided
   and every waiter must wake with ``resolved``.
 * **cycles/s**: concurrent agents each running submit → wait → decide → resumed, over HTTP.
+
+``python -m benchmarks.server instructions [N RUNS]`` (not part of ``make bench``: it takes
+minutes) counts the instructions the server process executes per HTTP cycle under valgrind's
+callgrind: a steady measure where CPU seconds move with the machine's load (see
+:func:`instructions_per_cycle`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,12 @@ WAITERS_PER_CLIENT = 50
 
 # ---------------------------------------------------------------------- the server process
 class ServerProcess:
+    # a command put in front of ``python -m signoff serve`` (valgrind), and how long start-up
+    # may take with it
+    wrapper: tuple[str, ...] = ()
+    start_timeout = 60.0
+    env: dict[str, str] | None = None  # None: this process's environment
+
     def __init__(self, directory: Path) -> None:
         self.config = directory / "signoff.yaml"
         self.config.write_text(
@@ -81,6 +92,7 @@ class ServerProcess:
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [
+                    *self.wrapper,
                     sys.executable,
                     "-m",
                     "signoff",
@@ -92,8 +104,9 @@ class ServerProcess:
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=self.env,
             )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + self.start_timeout
         while True:  # process start-up only
             try:
                 if httpx.get(f"{self.url}/healthz").status_code == 200:
@@ -405,6 +418,72 @@ async def _revocation(server: ServerProcess, rounds: int) -> dict[str, Any]:
     return {"rounds": rounds, "refused_after_ms": summarize(latencies, 1)}
 
 
+# ---------------------------------------------------------------------- 5. instructions per cycle
+class CallgrindServer(ServerProcess):
+    """``signoff serve`` under ``valgrind --tool=callgrind`` (about 50x slower)."""
+
+    start_timeout = 600.0
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.out = directory / "callgrind.out"
+        self.wrapper = (
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={self.out}.%p",
+            "--dump-instr=no",
+        )
+        # the same string hashing (dict and set layouts) from run to run
+        self.env = {**os.environ, "PYTHONHASHSEED": "0"}
+
+    def dump(self) -> int:
+        """Instructions executed since the last dump (``callgrind_control -d``)."""
+        assert self.proc is not None
+        pattern = f"{self.out.name}.{self.proc.pid}.*"
+        before = set(self.out.parent.glob(pattern))
+        subprocess.run(
+            ["callgrind_control", "-d", str(self.proc.pid)], check=True, capture_output=True
+        )
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            for path in set(self.out.parent.glob(pattern)) - before:
+                for line in path.read_text(errors="replace").splitlines():
+                    if line.startswith(("totals:", "summary:")):
+                        return int(line.split()[1])
+            time.sleep(0.2)  # the dump is written by the server process, asynchronously
+        raise AssertionError("callgrind wrote no dump")
+
+
+def instructions_per_cycle(n: int = 64, runs: int = 3) -> dict[str, Any]:
+    """Instructions per HTTP cycle executed by the server process (all its threads, user
+    space; the kernel's part is not counted). After an 80-cycle warm-up the counters are
+    reset, then ``runs`` runs of ``n`` cycles are counted one by one; the result is the
+    median run's instructions / ``n`` (``PYTHONHASHSEED=0``). Each run's own fixed cost (two
+    new httpx clients' connections) is included. Short runs on purpose: the store's cost per
+    cycle changes as a fresh database grows (see docs/benchmarks.md, round 6), and the
+    time-driven work of an idle server (token and data_version checks, the sweeper: ~1.7 M
+    instructions per second under callgrind) grows with a run's length."""
+    per_run: list[int] = []
+    with tempfile.TemporaryDirectory(prefix="signoff-bench-callgrind-") as tmp:
+        server = CallgrindServer(Path(tmp))
+        agent = server.token("--agent", AGENT)
+        approver = server.token("--approver", fixtures.APPROVER)
+        server.start()
+        try:
+            asyncio.run(_cycles(server, agent, approver, 80, CONCURRENT_AGENTS))
+            server.dump()
+            for _ in range(runs):
+                asyncio.run(_cycles(server, agent, approver, n, CONCURRENT_AGENTS))
+                per_run.append(server.dump())
+        finally:
+            server.stop()
+    return {
+        "cycles_per_run": n,
+        "instructions_per_run": per_run,
+        "instructions_per_cycle": round(sorted(per_run)[len(per_run) // 2] / n),
+    }
+
+
 # ---------------------------------------------------------------------- entry points
 def run(quick: bool) -> dict[str, Any]:
     n_resume = 30 if quick else 300
@@ -482,3 +561,10 @@ def rows(result: dict[str, Any]) -> list[Row]:
             f"{t['rounds']} rounds, random phase against the 0.5 s token-cache check",
         ),
     ]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["instructions"]:
+        raise SystemExit("usage: python -m benchmarks.server instructions [N RUNS]")
+    sizes = [int(a) for a in sys.argv[2:4]]
+    print(json.dumps(instructions_per_cycle(*sizes)))

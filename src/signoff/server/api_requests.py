@@ -233,23 +233,26 @@ async def wait(request: Request) -> Response:
 async def _wait_or_stop(
     state: ServerState, current: ApprovalRequest, timeout: float
 ) -> ApprovalRequest:
-    state.metrics.long_polls += 1
     request_id = current.id
+    if state.stopping.is_set():
+        return await state.gate.get(request_id)  # shutting down: answer now
     # the waiter starts from the request just read (one read less); the store reads the row
-    # again once the waiter is registered, so a decision in between is not missed
+    # again once the waiter is registered, so a decision in between is not missed. It is one
+    # task that shutdown (app.stop) cancels: no second task per long-poll to watch for that.
     waiter = asyncio.ensure_future(
         state.gate.await_request(request_id, timeout=timeout, current=current)
     )
-    stopping = asyncio.ensure_future(state.stopping.wait())
+    state.long_polls.add(waiter)
+    state.metrics.long_polls += 1
     try:
-        await asyncio.wait({waiter, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        return await waiter
+    except asyncio.CancelledError:
+        this = asyncio.current_task()
+        if this is not None and this.cancelling():
+            raise  # this request itself is being cancelled (the waiter went with it)
     finally:
         state.metrics.long_polls -= 1
-        stopping.cancel()
-        if not waiter.done():
-            waiter.cancel()
-    if waiter.done() and not waiter.cancelled():
-        return waiter.result()
+        state.long_polls.discard(waiter)
     return await state.gate.get(request_id)  # shutting down: answer now, the agent reconnects
 
 

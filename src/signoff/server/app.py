@@ -161,4 +161,6 @@ def stop(app: Starlette) -> None:
     """Begin shutting down: end SSE streams and answer long-polls now. Call on the app's loop."""
     state: ServerState = app.state.signoff
     state.stopping.set()
+    for waiter in list(state.long_polls):
+        waiter.cancel()
     state.hub.close()

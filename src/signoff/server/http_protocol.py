@@ -8,11 +8,20 @@ counts the bytes received while a request head is incomplete and, past
 is measured exactly by :class:`~signoff.server.client_limits.ClientLimits` (also 431); this
 guard is the bound on the bytes held before that, and can overshoot it by at most one read
 (the bytes of one ``data_received`` that also finished the previous request).
+
+uvicorn writes a response's head and its body with two ``transport.write`` calls, and the
+event loop sends each at once: two ``send`` system calls and two TCP segments per response.
+:class:`CoalescingTransport` holds a write until the next one or the end of the event loop's
+current step, whichever comes first, so a head and the body written right after it leave in
+one ``send``; a streamed response's (SSE) head and later chunks still leave within the step
+that wrote them. Closing sends what is held first.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
@@ -24,8 +33,56 @@ def head_too_large_message(limit: int) -> str:
     return f"the request headers exceed {limit} bytes (serve.max_header_bytes)"
 
 
+class CoalescingTransport:
+    """A transport whose writes made in one event-loop step leave in one ``write`` (see the
+    module's docstring); everything else is the wrapped transport's."""
+
+    __slots__ = ("_held", "_loop", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is None:
+            self._held = bytes(data)
+            self._loop.call_soon(self.flush)
+        else:
+            self._held = None
+            self._transport.write(held + data)
+
+    def flush(self) -> None:
+        held, self._held = self._held, None
+        if held is not None and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def writelines(self, chunks: Iterable[bytes]) -> None:
+        self.write(b"".join(chunks))
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._held = None
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class HeadLimitedHttpTools(HttpToolsProtocol):
-    """:class:`HttpToolsProtocol` that refuses a request head over ``max_head_bytes``."""
+    """:class:`HttpToolsProtocol` that refuses a request head over ``max_head_bytes`` and
+    writes each response in one ``send`` (:class:`CoalescingTransport`)."""
 
     max_head_bytes = 32768
 
@@ -33,6 +90,10 @@ class HeadLimitedHttpTools(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._in_head = True  # a connection starts with a request head
         self._head_bytes = 0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        coalescing = CoalescingTransport(transport, self.loop)
+        super().connection_made(coalescing)  # type: ignore[arg-type]
 
     def data_received(self, data: bytes) -> None:
         if self._in_head:

@@ -9,6 +9,7 @@ from starlette.requests import HTTPConnection
 from starlette.templating import Jinja2Templates
 
 from signoff.gate import Gate
+from signoff.model import ApprovalRequest
 from signoff.policy import Policy
 from signoff.server.events import EventHub
 from signoff.server.identity import Authenticator
@@ -31,6 +32,8 @@ class ServerState:
     public_url: str | None = None
     secret: bytes = b""
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    # the waits of open long-polls, cancelled at shutdown so each answers at once
+    long_polls: set[asyncio.Future[ApprovalRequest]] = field(default_factory=set)
     just_submitted: JustSubmitted = field(default_factory=JustSubmitted)
 
     @property
