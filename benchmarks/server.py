@@ -88,6 +88,13 @@ class ServerProcess:
         )
         return str(json.loads(out.stdout)["token"])
 
+    def start_with_tokens(self) -> tuple[str, str]:
+        """Issue the agent's and the approver's tokens, then start: (agent, approver)."""
+        agent = self.token("--agent", AGENT)
+        approver = self.token("--approver", fixtures.APPROVER)
+        self.start()
+        return agent, approver
+
     def start(self) -> None:
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
@@ -466,9 +473,7 @@ def instructions_per_cycle(n: int = 64, runs: int = 3) -> dict[str, Any]:
     per_run: list[int] = []
     with tempfile.TemporaryDirectory(prefix="signoff-bench-callgrind-") as tmp:
         server = CallgrindServer(Path(tmp))
-        agent = server.token("--agent", AGENT)
-        approver = server.token("--approver", fixtures.APPROVER)
-        server.start()
+        agent, approver = server.start_with_tokens()
         try:
             asyncio.run(_cycles(server, agent, approver, 80, CONCURRENT_AGENTS))
             server.dump()
@@ -492,9 +497,7 @@ def run(quick: bool) -> dict[str, Any]:
     n_cycles = 80 if quick else 800
     with tempfile.TemporaryDirectory(prefix="signoff-bench-server-") as tmp:
         server = ServerProcess(Path(tmp))
-        agent = server.token("--agent", AGENT)
-        approver = server.token("--approver", fixtures.APPROVER)
-        server.start()
+        agent, approver = server.start_with_tokens()
         try:
             rss_start = server.rss_mb()
             resume = asyncio.run(_resume(server, agent, approver, n_resume))
