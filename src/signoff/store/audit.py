@@ -92,10 +92,13 @@ _c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
 def canonical_json(value: Any) -> str:
     if _c_make_encoder is None or type(value) is str:  # a pure-Python json: its own path
         return _CANONICAL.encode(value)
-    chunks = _c_make_encoder({}, _json_default, _ascii_string, None, ":", ",", True, False, True)(
-        value, 0
-    )
-    return "".join(chunks)
+    return "".join(_c_encoder({})(value, 0))
+
+
+def _c_encoder(markers: dict[int, Any] | None) -> Any:
+    """json's C encoder with the canonical options; ``markers``: the dict it records the
+    containers being encoded in (to refuse a circular value), or None for none."""
+    return _c_make_encoder(markers, _json_default, _ascii_string, None, ":", ",", True, False, True)
 
 
 def json_native(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,13 +215,9 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
     ``data`` is serialized once: its canonical text (of its stored, JSON-native form) is both
     what is stored and what is spliced into the hashed object (:func:`unsealed`).
     """
-    front, middle, back, columns, data = unsealed(event)
-    # Unsealed.hashed, inline (on every event): the link and the place spliced in
-    link = _ascii_string(prev_hash) if type(prev_hash) is str else _text(prev_hash)
-    place = str(seq) if type(seq) is int else _text(seq)
-    text = f"{front}{link}{middle}{place}{back}"
-    digest = _sha256(text.encode("ascii")).hexdigest()
-    return _new_row(SealedRow, (seq, *columns, data, prev_hash, digest))
+    item = unsealed(event)
+    digest = _sha256(item.hashed(seq, prev_hash).encode("ascii")).hexdigest()
+    return _new_row(SealedRow, (seq, *item.columns, item.data, prev_hash, digest))
 
 
 # json's own C string encoder (what the canonical encoder calls for every str with
@@ -228,11 +227,7 @@ _ascii_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
 # The canonical encoder once for every plain value: _json_plain has walked it to the end, so
 # it holds no cycle and needs no record of the containers being encoded (which is all a C
 # encoder would keep from one call to the next); the same text as canonical_json.
-_PLAIN: Any = (
-    None
-    if _c_make_encoder is None
-    else _c_make_encoder(None, _json_default, _ascii_string, None, ":", ",", True, False, True)
-)
+_PLAIN: Any = None if _c_make_encoder is None else _c_encoder(None)
 
 
 class Unsealed(NamedTuple):
@@ -251,9 +246,7 @@ class Unsealed(NamedTuple):
 
     def hashed(self, seq: int, prev_hash: str) -> str:
         """The canonical JSON of the row without ``hash``: what its hash is taken of."""
-        link = _ascii_string(prev_hash) if type(prev_hash) is str else _text(prev_hash)
-        place = str(seq) if type(seq) is int else _text(seq)
-        return f"{self.front}{link}{self.middle}{place}{self.back}"
+        return f"{self.front}{_text(prev_hash)}{self.middle}{_text(seq)}{self.back}"
 
 
 # SealedRow._make without its Python-level call: a named tuple is a tuple of its fields
@@ -283,13 +276,8 @@ def unsealed(event: AuditEvent) -> Unsealed:
     ``actor, agent, at, data, event, policy_hash, prev_hash, principal, request_id, rule,
     seq, thread, tool, tool_call_id``; it is written field by field (no dict built and
     encoded per event)."""
-    moment = event.at
-    if moment.tzinfo is UTC:  # iso_utc's common case, inline (on every event)
-        m = moment
-        at = _ISO_UTC % (m.year, m.month, m.day, m.hour, m.minute, m.second, m.microsecond)
-    else:
-        at = iso_utc(moment)
-    data = _canonical_data(event.data) if event.data else "{}"
+    at = iso_utc(event.at)
+    data = _canonical_data(event.data)
     columns = (
         event.event,
         at,
@@ -303,24 +291,10 @@ def unsealed(event: AuditEvent) -> Unsealed:
         event.rule,
         event.policy_hash,
     )
-    # each column's text; a str straight through json's C string encoder, None as null
-    # (spelled out column by column: no comprehension frame and loop on every event)
-    c = columns
-    ev = "null" if c[0] is None else _ascii_string(c[0]) if type(c[0]) is str else _text(c[0])
-    at_ = f'"{at}"'  # ISO digits and -:.TZ: nothing to escape
-    req = "null" if c[2] is None else _ascii_string(c[2]) if type(c[2]) is str else _text(c[2])
-    thread = "null" if c[3] is None else _ascii_string(c[3]) if type(c[3]) is str else _text(c[3])
-    tool = "null" if c[4] is None else _ascii_string(c[4]) if type(c[4]) is str else _text(c[4])
-    call = "null" if c[5] is None else _ascii_string(c[5]) if type(c[5]) is str else _text(c[5])
-    actor = "null" if c[6] is None else _ascii_string(c[6]) if type(c[6]) is str else _text(c[6])
-    principal = (
-        "null" if c[7] is None else _ascii_string(c[7]) if type(c[7]) is str else _text(c[7])
-    )
-    agent = "null" if c[8] is None else _ascii_string(c[8]) if type(c[8]) is str else _text(c[8])
-    rule = "null" if c[9] is None else _ascii_string(c[9]) if type(c[9]) is str else _text(c[9])
-    policy = (
-        "null" if c[10] is None else _ascii_string(c[10]) if type(c[10]) is str else _text(c[10])
-    )
+    # each column's text: a str straight through json's C string encoder, the rest by _text
+    ev, at_, req, thread, tool, call, actor, principal, agent, rule, policy = [
+        _ascii_string(c) if type(c) is str else _text(c) for c in columns
+    ]
     front = (
         f'{{"actor":{actor},"agent":{agent},"at":{at_},"data":{data},"event":{ev},'
         f'"policy_hash":{policy},"prev_hash":'
