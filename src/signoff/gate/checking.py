@@ -218,8 +218,7 @@ class Pipeline:
         try:
             for stage in self.stages:
                 stage(state)
-                verdict = state.verdict  # state.done, inline: after every stage of every call
-                if state.final or (verdict is not None and verdict.kind == "deny"):
+                if state.done:
                     break
         except Exception as exc:  # a bug anywhere on the path must not let the call through
             log.exception("check failed for %s", call.name)

@@ -34,7 +34,7 @@ from signoff.model.grants import Grant, GrantRequest
 from signoff.model.inquiries import check_response
 from signoff.model.requests import Scope
 from signoff.model.resolution import Reroute, Transition, apply_decisions
-from signoff.model.verdicts import DecisionType
+from signoff.model.verdicts import DECISION_TYPES
 from signoff.policy import Policy
 from signoff.policy.redact import restore, secret_changes
 
@@ -211,9 +211,6 @@ def checked_decisions(
     return out
 
 
-_DECISION_TYPES: frozenset[str] = frozenset(get_args(DecisionType))
-
-
 def _plain_record(d: Decision, call_id: str, approver: str, channel: str) -> bool:
     """True when a record of ``d`` needs no validation: every value is of its field's exact
     type already (``d`` was validated; ``approver`` and ``channel`` come from the caller).
@@ -221,7 +218,7 @@ def _plain_record(d: Decision, call_id: str, approver: str, channel: str) -> boo
     return (
         d.answers is None
         and type(d.type) is str
-        and d.type in _DECISION_TYPES
+        and d.type in DECISION_TYPES
         and (d.message is None or type(d.message) is str)
         and (d.edited_action is None or type(d.edited_action) is Action)
         and ((type(d.scope) is str and d.scope in _SCOPES) or type(d.scope) is GrantRequest)

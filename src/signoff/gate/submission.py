@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
@@ -42,7 +42,7 @@ from signoff.model import (
 )
 from signoff.model._built import built
 from signoff.model.resolution import system_resolve
-from signoff.model.verdicts import Risk
+from signoff.model.verdicts import RISK_LEVELS
 from signoff.policy.notify import wants
 from signoff.policy.redact import Redaction
 from signoff.store.base import OutboxStore
@@ -346,9 +346,6 @@ def _validated(cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:
     return cls(**values)
 
 
-_RISKS: frozenset[str] = frozenset(get_args(Risk))
-
-
 def _plain_step(
     review: list[tuple[ToolCall, Verdict]], ctx: CallContext, request_id: str | None
 ) -> bool:
@@ -365,7 +362,7 @@ def _plain_step(
         if verdict.reason is not None and type(verdict.reason) is not str:
             return False
         risk = verdict.risk
-        if risk is not None and (type(risk) is not str or risk not in _RISKS):
+        if risk is not None and (type(risk) is not str or risk not in RISK_LEVELS):
             return False
         description = verdict.description or (verdict.review or _NO_REVIEW).description
         if type(description) is not str or type(verdict.policy_hash) is not str:

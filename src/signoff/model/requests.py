@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +21,8 @@ from signoff.model.grants import GrantRequest
 from signoff.model.identity import PersonKey, person_key, same_person
 from signoff.model.inquiries import Answers, Inquiry, InquiryFallback
 from signoff.model.verdicts import (
+    DECISION_TYPES,
+    ON_TIMEOUT,
     Approvers,
     DecisionType,
     OnTimeout,
@@ -213,10 +215,6 @@ class ReviewConfig(_Model):
         return self.editable_args == "*" or arg in self.editable_args
 
 
-_DECISION_TYPES: frozenset[str] = frozenset(get_args(DecisionType))
-_ON_TIMEOUT: frozenset[str] = frozenset(get_args(OnTimeout))
-
-
 def _plain_review(spec: ReviewSpec, tool_call_id: str, name: str) -> bool:
     """True when every value :meth:`ReviewConfig.of` takes from ``spec`` (and the call's id
     and name) is of its field's exact type already, so validation would change nothing."""
@@ -224,7 +222,7 @@ def _plain_review(spec: ReviewSpec, tool_call_id: str, name: str) -> bool:
         return False
     if type(spec.timeout_s) is not float or type(spec.on_timeout) is not str:
         return False
-    if spec.on_timeout not in _ON_TIMEOUT:
+    if spec.on_timeout not in ON_TIMEOUT:
         return False
     after = spec.escalate_after_s
     if after is not None and type(after) is not float:
@@ -234,7 +232,7 @@ def _plain_review(spec: ReviewSpec, tool_call_id: str, name: str) -> bool:
     if type(spec.allow_thread_approval) is not bool:
         return False
     for decision in spec.allowed_decisions:
-        if type(decision) is not str or decision not in _DECISION_TYPES:
+        if type(decision) is not str or decision not in DECISION_TYPES:
             return False
     editable = spec.editable_args
     if type(editable) is str:

@@ -37,7 +37,6 @@ from signoff.model.errors import (
 from signoff.model.grants import Grant
 from signoff.model.identity import PersonKey, contains_person, person_key, same_person
 from signoff.model.requests import (
-    RUNNABLE,
     Action,
     ActionRequest,
     ApprovalRequest,
@@ -631,7 +630,7 @@ def mark_execution(
     call = new.calls[idx]
     name = call.action.name
     if step == "executing":
-        if call.resolution not in RUNNABLE:  # call.runnable, inline
+        if not call.runnable:
             raise AlreadyExecuted(
                 f"call {tool_call_id} is {call.resolution or 'undecided'}; it may not run",
                 call_id=tool_call_id,

@@ -55,10 +55,7 @@ def finished(call: CallState) -> bool:
 def seal_finished(req: ApprovalRequest, sealer: Sealer) -> None:
     """Seal the arguments of every finished call of ``req``, in place (``req`` is the copy a
     transition is building). Calls that may still run keep their real values."""
-    done = set()
-    for c in req.calls:  # finished(c), inline: on every transition
-        if c.resolution in FINISHED_RESOLUTIONS or c.execution in FINISHED_EXECUTIONS:
-            done.add(c.tool_call_id)
+    done = {c.tool_call_id for c in req.calls if finished(c)}
     if not done:
         return
     # action requests, decisions and a call's action are replaced, never changed: a store's
