@@ -15,7 +15,7 @@ from signoff.model import calls
 @given(st.binary(min_size=12, max_size=12))
 def test_new_id_is_token_urlsafe_of_the_same_bytes(raw: bytes) -> None:
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(calls.os, "urandom", lambda n: raw[:n])
+        m.setattr(calls.secrets, "token_bytes", lambda n: raw[:n])
         made = calls.new_id("req")
     assert made == "req_" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 

@@ -34,7 +34,6 @@ from signoff.model import (
     Transition,
 )
 from signoff.model.grants import Grant
-from signoff.model.requests import TERMINAL_STATUSES
 from signoff.store import _grants
 from signoff.store._idempotency import StoredCall, existing_request_id, fingerprints
 from signoff.store._outbox_memory import MemoryOutbox
@@ -106,8 +105,7 @@ class MemoryStore(MemoryOutbox):
     ) -> tuple[ApprovalRequest, bool]:
         prints = fingerprints(request)
         with self._lock:
-            if self._closed:  # checked inline: on every cycle's path
-                self._check_open()
+            self._check_open()
             stored = {
                 call_id: self._calls[(request.thread, call_id)]
                 for call_id in prints
@@ -120,8 +118,7 @@ class MemoryStore(MemoryOutbox):
                 raise IdempotencyConflict(
                     f"request id {request.id} is already used by other calls; use a new request id"
                 )
-            if self._queued:
-                self._flush_locked()
+            self._flush_locked()
             # the caller's request becomes the first snapshot: it hands it over, read-only
             self._requests[request.id] = request
             self._by_thread.setdefault(request.thread, []).append(request.id)
@@ -135,8 +132,7 @@ class MemoryStore(MemoryOutbox):
 
     async def get_request(self, request_id: str) -> ApprovalRequest | None:
         with self._lock:
-            if self._closed:  # checked inline: on every cycle's path
-                self._check_open()
+            self._check_open()
             return self._requests.get(request_id)  # the snapshot: read-only
 
     async def find_request_by_call(self, thread: str, tool_call_id: str) -> ApprovalRequest | None:
@@ -175,8 +171,7 @@ class MemoryStore(MemoryOutbox):
 
     async def update_request(self, request_id: str, mutate: Mutation) -> Transition:
         with self._lock:
-            if self._closed:  # checked inline: on every cycle's path
-                self._check_open()
+            self._check_open()
             current = self._requests.get(request_id)
             if current is None:
                 raise NotFound(f"no approval request {request_id}")
@@ -192,13 +187,11 @@ class MemoryStore(MemoryOutbox):
             for grant in transition.grants:
                 if grant.id in self._grants:
                     raise _grants.duplicate(grant.id)
-            if self._queued:
-                self._flush_locked()
+            self._flush_locked()
             self._requests[request_id] = new
-            if transition.grants:
-                self._store_grants_locked(transition.grants)
+            self._store_grants_locked(transition.grants)
             self._append_locked(transition.events)
-        if new.status in TERMINAL_STATUSES:  # new.terminal, inline
+        if new.terminal:
             self._waiters.wake(new, shared=True)
         if self._listeners:
             self._listeners.notify(new, listener_event([e.event for e in transition.events], new))
