@@ -892,6 +892,9 @@ class SQLiteStore:
             "writer_ms_per_job": round(1000 * writer.busy_s / jobs, 3) if jobs else None,
             "writer_cpu_ms_per_job": round(1000 * writer.busy_cpu_s / jobs, 3) if jobs else None,
             "mean_group_size": round(jobs / groups, 2) if groups else None,
+            # the totals behind the means, for figures over a window (differences)
+            "writer_busy_s": writer.busy_s,
+            "writer_cpu_s": writer.busy_cpu_s,
             "audit_queued": self._writer.queued_audit,
             "audit_batches": self._writer.batches,
             "audit_batched_events": self._writer.batched_events,
