@@ -81,13 +81,21 @@ async def test_a_stale_copy_never_overwrites_a_newer_row(
     assert pg_store.stats()["updates_without_read"] == 1  # call-1's decision only
 
 
-async def test_the_callers_copy_is_not_the_remembered_one(pg_store: PostgresStore) -> None:
+async def test_the_next_update_leaves_the_returned_snapshot_as_it_was(
+    pg_store: PostgresStore,
+) -> None:
+    """What an update returns is the read-only snapshot this store keeps for its next update
+    (as every store hands out its snapshots): that update changes a working copy of it,
+    with its own calls, and the snapshot stays as it was returned."""
     request = await stored(pg_store)
     done = await decide(pg_store, request.id, decision(approver="alice"))
-    done.request.calls[0].resolution = "rejected"  # a careless caller
+    before = done.request.model_dump()
     transition = await pg_store.update_request(request.id, claim())
-    assert transition.request.calls[0].resolution == "approved"
     assert pg_store.stats()["updates_without_read"] == 2
+    assert transition.request is not done.request
+    assert transition.request.calls[0] is not done.request.calls[0]
+    assert transition.request.calls[0].execution == "executing"
+    assert done.request.model_dump() == before
 
 
 async def test_a_write_without_a_read_clears_a_quarantine_mark(pg_store: PostgresStore) -> None:

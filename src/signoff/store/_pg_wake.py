@@ -43,8 +43,8 @@ class Wakeups:
 
     def committed(self, request: ApprovalRequest, events: list[AuditEvent]) -> None:
         """This store just committed ``request``: wake and tell locally, no round trip."""
-        if request.terminal:
-            self.waiters.wake(request)
+        if request.terminal:  # the snapshot this store keeps: shared, read-only
+            self.waiters.wake(request, shared=True)
         if self.listeners:
             self.listeners.notify(request, listener_event([e.event for e in events], request))
 

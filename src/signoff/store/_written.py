@@ -2,12 +2,15 @@
 
 An update is read → ``mutate`` → conditional write (``… WHERE version = read version``). When
 this process wrote the row last, the read returns what it wrote: the store keeps that document
-here (its own copy, keyed by id, with its version) and runs ``mutate`` on a copy of it, then
-the same conditional write. If anything else wrote the row since (another replica, the CLI, a
-sweeper), the version no longer matches, nothing is written, and the store falls back to the
-read path — so a stale entry costs one wasted statement, never a wrong write. Only a *changed*
-transition whose write matched is trusted: a mutation that refuses or changes nothing on the
-cached copy is run again on the row as stored, since a newer row may allow it.
+here (keyed by id, with its version) and runs ``mutate`` on a working copy of it
+(``store/_working.py``), then the same conditional write. What is kept is a read-only
+snapshot — the very request the update returned and woke waiters with, as the other stores
+hand out theirs (``Store.update_request``): nothing copies it whole, and nothing changes it.
+If anything else wrote the row since (another replica, the CLI, a sweeper), the version no
+longer matches, nothing is written, and the store falls back to the read path — so a stale
+entry costs one wasted statement, never a wrong write. Only a *changed* transition whose
+write matched is trusted: a mutation that refuses or changes nothing on the cached copy is
+run again on the row as stored, since a newer row may allow it.
 
 Only documents known to read back are remembered: a new request is parsed from the very JSON
 text that was inserted (what a read would parse), and kept only if that succeeds; a later
@@ -35,19 +38,17 @@ class WrittenDocs:
     def __len__(self) -> int:
         return len(self._docs)
 
-    def keep(self, request: ApprovalRequest, *, owned: bool = False) -> None:
-        """Remember ``request`` as stored now: a private copy, unless ``owned`` (an object
-        nobody else holds, such as one just parsed)."""
-        kept = request if owned else request.copy_for_update()
+    def keep(self, request: ApprovalRequest) -> None:
+        """Remember ``request`` as stored now (a read-only snapshot: kept as it is)."""
         with self._lock:
-            self._docs[request.id] = kept
+            self._docs[request.id] = request
             self._docs.move_to_end(request.id)
             while len(self._docs) > self._capacity:
                 self._docs.popitem(last=False)
 
     def take(self, request_id: str) -> ApprovalRequest | None:
-        """The remembered document, removed (the caller may change it; :meth:`keep` what it
-        then writes)."""
+        """The remembered snapshot, removed (the caller changes a working copy of it and
+        keeps what it then writes with :meth:`keep`)."""
         with self._lock:
             return self._docs.pop(request_id, None)
 

@@ -17,6 +17,9 @@ Rules every implementation keeps:
 * The audit log is append-only and hash-chained; ``audit_nowait`` may batch (group commit,
   flushed at least every 100 ms and on ``flush_audit``/``close``); approval events are
   written in the same transaction as the state change they describe.
+* Requests a store hands out (reads, waits, an update's transition) may be snapshots it
+  keeps and shares: callers treat them as read-only (``copy_for_update()`` gives a request
+  of one's own), and a store's next change works on a copy (``store/_working.py``).
 * Methods may be awaited from any event loop (and from several loops over the store's
   life); implementations holding loop-bound resources run them on their own thread/loop.
 """

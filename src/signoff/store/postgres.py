@@ -95,6 +95,7 @@ from signoff.store._quarantine import (
     to_request,
 )
 from signoff.store._waiting import wait_until_terminal
+from signoff.store._working import working_copy
 from signoff.store._written import WrittenDocs
 from signoff.store.audit import GENESIS_HASH, ChainVerifier
 from signoff.store.base import (
@@ -365,7 +366,7 @@ class PostgresStore:
                     return await self._existing(conn, request, prints), False
             readable = parse_doc(request.id, params["doc"])  # what the next read would see
             if isinstance(readable, ApprovalRequest):
-                self._written.keep(readable, owned=True)
+                self._written.keep(readable)
             self._wake.committed(request, events)
             return request, True
 
@@ -421,9 +422,9 @@ class PostgresStore:
         """``mutate`` the document this process wrote last and write it if the row is still
         that version; None when the caller must read the row (it changed since, or the
         mutation refused or changed nothing — a newer row may allow it)."""
-        old_version = written.version  # (a mutation may change its input in place)
+        old_version = written.version
         try:
-            transition = mutate(written)
+            transition = mutate(working_copy(written))
         except Exception:  # decided again on the row as stored, which raises if it must
             return None
         if not transition.changed:
@@ -435,6 +436,7 @@ class PostgresStore:
         return transition
 
     def _committed(self, transition: Transition) -> None:
+        # the request the update returns, kept and handed to waiters as a read-only snapshot
         self._written.keep(transition.request)
         self._wake.committed(transition.request, transition.events)
 
