@@ -1,8 +1,9 @@
 """Full approval cycles per second through the gate.
 
 One cycle: the agent submits a call that needs approval (``asubmit``: stored request), waits
-for it (``await_request``), a decider approves it (``adecide``), the agent resumes and runs
-the call exactly once (``arun_approved``: ``executing`` then ``executed`` on the ledger).
+for it (``await_request`` from the request just stored, as ``@guard`` does), a decider
+approves it (``adecide``), the agent resumes and runs the call exactly once
+(``arun_approved``: ``executing`` then ``executed`` on the ledger).
 That is four writes per cycle on the store (create — which also takes the waiter's lease —,
 decide, claim, finish); on SQLite the writer thread commits the writes queued together in one
 transaction (group commit): ``jobs_per_cycle`` counts the writes, ``mean_group_size`` how many
@@ -52,7 +53,8 @@ class Agent:
         call = fixtures.prod_delete(i)
         sub = await self.gate.asubmit([call], self.ctx)
         assert sub.request is not None
-        waiting = asyncio.create_task(self.gate.await_request(sub.request.id))
+        # as @guard waits: from the request just stored (the wait's own read is the first)
+        waiting = asyncio.create_task(self.gate.await_request(sub.request.id, current=sub.request))
         await asyncio.sleep(0)  # the agent starts waiting before the human answers
         await self.gate.adecide(sub.request.id, [{"type": "approve"}], approver=fixtures.APPROVER)
         req = await waiting

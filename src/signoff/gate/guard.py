@@ -124,7 +124,8 @@ def guard(
             sub = await gate.asubmit_checked([call], [verdict], ctx)
             assert sub.request is not None
             call = ToolCall(call.name, call.args, id=sub.stored_id(call.id))  # re-attached?
-            req = await gate.await_request(sub.request.id)
+            # the request as just stored: the wait's own read after it registers is the first
+            req = await gate.await_request(sub.request.id, current=sub.request)
             state = req.call(call.id)
             if not state.runnable:
                 try:
@@ -179,7 +180,7 @@ async def _submit_and_wait(
     sub = await gate.asubmit_checked([call], [verdict], ctx)
     assert sub.request is not None
     call = ToolCall(call.name, call.args, id=sub.stored_id(call.id))
-    return await gate.await_request(sub.request.id), call
+    return await gate.await_request(sub.request.id, current=sub.request), call
 
 
 def _run_sync(

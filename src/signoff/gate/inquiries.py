@@ -76,7 +76,7 @@ async def ask(
     assert sub.request is not None
     if not wait:
         return sub.request
-    req = await gate.await_request(sub.request.id)
+    req = await gate.await_request(sub.request.id, current=sub.request)
     state = req.call(call.id)
     if state.resolution == "responded":
         if inquiry.is_form:
