@@ -1,5 +1,6 @@
-"""new_id: the creation time in milliseconds (12 hex digits), then what
-``secrets.token_urlsafe(12)`` gives for the same random bytes."""
+"""new_id: the creation time in unix milliseconds (7 characters of an order-keeping base64,
+42 bits: until 2109), then what ``secrets.token_urlsafe(12)`` gives for the same random
+bytes."""
 
 from __future__ import annotations
 
@@ -12,27 +13,50 @@ from hypothesis import strategies as st
 
 from signoff.model import calls
 
+ORDERED = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 
-@given(st.binary(min_size=12, max_size=12), st.integers(min_value=0, max_value=2**48 - 1))
+
+def stamp_of(ms: int) -> str:
+    """The 7 time characters, spelled out digit by digit (6 bits each, most significant first)."""
+    return "".join(ORDERED[(ms >> shift) & 63] for shift in range(36, -1, -6))
+
+
+def test_the_order_keeping_alphabet_is_in_ascii_order() -> None:
+    assert list(ORDERED) == sorted(ORDERED) and len(set(ORDERED)) == 64
+
+
+@given(st.binary(min_size=12, max_size=12), st.integers(min_value=0, max_value=2**42 - 1))
 def test_new_id_is_the_time_then_token_urlsafe_of_the_same_bytes(raw: bytes, ms: int) -> None:
     with pytest.MonkeyPatch.context() as m:
         m.setattr(calls.secrets, "token_bytes", lambda n: raw[:n])
         m.setattr(calls, "_time_ns", lambda: ms * 1_000_000 + 999_999)
         made = calls.new_id("req")
     random_part = base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-    assert made == f"req_{ms:012x}{random_part}"
+    assert made == f"req_{stamp_of(ms)}{random_part}"
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**42 - 1), min_size=2, max_size=50))
+def test_new_ids_sort_by_creation_time(times: list[int]) -> None:
+    """Made in different milliseconds, ids sort as their times do."""
+    ticks = iter(times)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(calls, "_time_ns", lambda: next(ticks) * 1_000_000)
+        ids = [calls.new_id("req") for _ in times]
+    distinct = {ms: made for ms, made in zip(times, ids, strict=True)}
+    assert [distinct[ms] for ms in sorted(distinct)] == sorted(distinct.values())
 
 
 def test_new_ids_are_url_safe_and_distinct() -> None:
     ids = {calls.new_id("call") for _ in range(1000)}
     assert len(ids) == 1000
-    assert all(re.fullmatch(r"call_[0-9a-f]{12}[A-Za-z0-9_-]{16}", i) for i in ids)
+    assert all(re.fullmatch(r"call_[A-Za-z0-9_-]{23}", i) for i in ids)
 
 
-def test_new_ids_sort_by_creation_time() -> None:
-    """Made a millisecond or more apart, ids sort in the order they were made."""
-    ticks = iter(range(1_700_000_000_000, 1_700_000_000_100))
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(calls, "_time_ns", lambda: next(ticks) * 1_000_000)
-        ids = [calls.new_id("req") for _ in range(100)]
-    assert ids == sorted(ids)
+def test_a_request_id_fits_every_telegram_button() -> None:
+    """Telegram's callback_data holds 64 bytes: the sealed action and request id of a
+    button for the last of the most choices an inquiry may have still fit."""
+    from signoff.channels.telegram import CALLBACK_DATA_MAX, seal
+    from signoff.model.inquiries import MAX_CHOICES
+
+    for action in ("a", "r", f"c{MAX_CHOICES - 1}"):
+        assert len(seal("secret", action, calls.new_id("req"))) <= CALLBACK_DATA_MAX

@@ -20,6 +20,7 @@ logins are final.
 from __future__ import annotations
 
 import asyncio
+import email.policy
 import html
 import smtplib
 import ssl
@@ -39,12 +40,18 @@ if TYPE_CHECKING:
     from signoff.store.base import OutboxKind
 
 
+# Header lines up to RFC 5322's hard limit (998) rather than its recommended 78: Python folds
+# a subject of 70-77 characters by moving it whole onto a continuation line, which readers
+# then show with a leading space (a subject over 998 characters still folds between words)
+_POLICY = email.policy.default.clone(max_line_length=998)
+
+
 def build_message(out: Outgoing, sender: str) -> EmailMessage:
     """The email for one recipient. The subject is one line of inert text (a CR/LF from an
     agent becomes ``⏎``: no header injection, and no refused message either)."""
     req = out.request
     domain = parseaddr(sender)[1].rpartition("@")[2] or "signoff.invalid"
-    msg = EmailMessage()
+    msg = EmailMessage(policy=_POLICY)
     msg["Subject"] = f"[signoff] {message.title(req, out.kind)} ({req.id})"
     msg["From"] = sender
     msg["To"] = out.target.address

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -14,20 +15,32 @@ ANONYMOUS = "anonymous"
 
 
 def new_id(prefix: str) -> str:
-    """A URL-safe identifier such as ``req_019abc2f4e1aX3fZ...``: the creation time (unix
-    milliseconds, 12 hex digits), then 96 random bits.
+    """A URL-safe identifier such as ``req_P7SsnUMX3fZ...``: the creation time (unix
+    milliseconds, 7 characters of an order-keeping base64: 42 bits, until the year 2109),
+    then 96 random bits.
 
-    Ids sort by creation time, and so do the keys a store indexes by them: a new request's
-    row goes next to the last ones in every index on its id (the SQLite file's id and audit
-    indexes, PostgreSQL's b-trees), not to a random page of it. With random ids each write
-    dirtied a page of its own in those indexes; time-ordered ids cut the pages an approval
-    cycle writes to SQLite's WAL by about a quarter (docs/benchmarks.md, round 7). The
-    random part keeps ids unguessable, as before.
+    Ids sort by the millisecond they were made in, and so do the keys a store indexes by
+    them: a new request's rows go next to the last ones in every index on its id (the SQLite
+    file's id and audit indexes, PostgreSQL's b-trees), not to random pages of them. With
+    random ids each write dirtied pages of its own in those indexes; time-ordered ids cut the
+    pages an approval cycle writes to SQLite's WAL by about a quarter (docs/benchmarks.md,
+    round 7; ordered only by the second, the audit index still took random pages). The
+    random part keeps ids unguessable, as before; 27 characters for ``req_`` still fit a
+    Telegram button with any choice index (channels/telegram.py).
     """
-    return f"{prefix}_{_time_ns() // 1_000_000:012x}{secrets.token_urlsafe(12)}"
+    # 48 bits in 8 characters, the first of them "-" (0) until 2109: left out
+    stamp = _b64((_time_ns() // 1_000_000).to_bytes(6, "big")).translate(_ORDERED)
+    return f"{prefix}_{stamp[1:].decode('ascii')}{secrets.token_urlsafe(12)}"
 
 
 _time_ns = time.time_ns
+_b64 = base64.urlsafe_b64encode
+# URL-safe base64's 64 characters, digit for digit, in ASCII order: encoded text sorts as
+# the numbers do
+_ORDERED = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+    b"-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz",
+)
 
 
 #: The current time, timezone-aware UTC: ``datetime.now(UTC)`` as a partial, called without
