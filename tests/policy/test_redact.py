@@ -7,13 +7,17 @@ import hashlib
 import hmac
 import json
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from signoff.model import PolicyError
-from signoff.policy import Policy
+from signoff.policy import Policy, redact
 from signoff.policy.redact import (
     AUDIT_ARGS_LIMIT,
     DEFAULT_REDACT_KEYS,
@@ -203,3 +207,35 @@ def test_audit_key_comes_from_the_audit_section(monkeypatch: pytest.MonkeyPatch)
     assert audit_key({"audit": {"key": "${T_AUDIT_KEY}"}}) == b"k" * 32
     assert audit_key({"audit": {}}) is None and audit_key({}) is None
     assert audit_key({"audit": {"key": "${T_UNSET_AUDIT_KEY}"}}) is None  # the checker says why
+
+
+# the digest's canonical text comes from json's C encoder called directly: the same text, and
+# the same refusals, as the canonical JSONEncoder's encode()
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(), inner, max_size=4)
+        | st.dictionaries(st.integers(), inner, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+def _outcome(encode: Callable[[Any], str], value: Any) -> tuple[str, str]:
+    try:
+        return "text", encode(value)
+    except (ValueError, TypeError, RecursionError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@given(_ANY_JSON)
+def test_canonical_text_is_the_canonical_encoders(value: Any) -> None:
+    assert _outcome(redact._canonical, value) == _outcome(redact._CANONICAL.encode, value)
+
+
+def test_canonical_text_refuses_a_circular_value_and_nan_as_the_encoder_does() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    for value in (loop, {"x": math.nan}, {"when": datetime(2026, 1, 2, tzinfo=UTC)}):
+        assert _outcome(redact._canonical, value) == _outcome(redact._CANONICAL.encode, value)

@@ -21,7 +21,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from pydantic_core import to_jsonable_python
@@ -156,14 +156,31 @@ _PLAIN_DEPTH = 64
 _BLOCK = 64  # SHA-256's block size in bytes
 
 
-def _encode(encoder: json.JSONEncoder, value: Any) -> tuple[str, bool]:
+# json's C encoder, as _CANONICAL.encode builds it for each call (with its own dict of the
+# containers being encoded, to refuse a circular value), called directly: encode() first
+# runs two Python-level methods and defines a closure the C encoder never uses (twice on
+# every approval cycle: the created and executing events' arguments)
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+
+
+def _canonical(value: Any) -> str:
+    """``_CANONICAL.encode(value)``: the same text, the same errors."""
+    if _c_make_encoder is None:  # a pure-Python json: its own path
+        return _CANONICAL.encode(value)
+    encoder = _c_make_encoder(
+        {}, _jsonable, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, False
+    )
+    return "".join(encoder(value, 0))
+
+
+def _encode(encode: Callable[[Any], str], value: Any) -> tuple[str, bool]:
     """``value`` as JSON text, and whether it is exactly ``value``. Arguments a call was
     refused for (NaN, 5000-digit integers, non-string keys, absurd nesting) are written in
     a plain form rather than failing (second item False)."""
     try:
-        return encoder.encode(value), True
+        return encode(value), True
     except (ValueError, TypeError, RecursionError):
-        return encoder.encode(_plain(value, 0)), False
+        return encode(_plain(value, 0)), False
 
 
 def _plain(value: Any, depth: int) -> Any:
@@ -189,7 +206,7 @@ def _plain(value: Any, depth: int) -> Any:
 
 def digest(value: Any, key: bytes) -> str:
     """``hmac-sha256:<hex>`` of ``value``'s canonical JSON (sorted keys, compact, ASCII)."""
-    return Hmac(key).text(_encode(_CANONICAL, value)[0])
+    return Hmac(key).text(_encode(_canonical, value)[0])
 
 
 class Hmac:
@@ -218,7 +235,7 @@ class Hmac:
 def cut_json(value: Any, limit: int = AUDIT_ARGS_LIMIT) -> Any:
     """``value`` as JSON data when its compact JSON fits ``limit`` UTF-8 bytes; otherwise the
     start of that JSON text (a string, ending in ``…``)."""
-    text = _encode(_SHOWN, value)[0]
+    text = _encode(_SHOWN.encode, value)[0]
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= limit:
         return json.loads(text)
@@ -243,7 +260,7 @@ class Redaction:
 
     def digest(self, value: Any) -> str:
         """The keyed digest of ``value`` (``hmac-sha256:<hex>``)."""
-        return self._hmac.text(_encode(_CANONICAL, value)[0])
+        return self._hmac.text(_encode(_canonical, value)[0])
 
     def seal(self, value: dict[str, Any]) -> dict[str, Any]:
         """``value`` with each secret-named value (any depth) replaced by its digest."""
@@ -269,7 +286,7 @@ class Redaction:
         real arguments. Without a secret-named key the one canonical encoding serves both
         the digest and the size (the common case on the allowed path)."""
         real = dict(args)
-        canonical, exact = _encode(_CANONICAL, real)
+        canonical, exact = _encode(_canonical, real)
         sealed = self.seal(real)
         if sealed is real and exact and len(canonical) <= AUDIT_ARGS_LIMIT:
             # Fits (ASCII-escaped JSON is never shorter than UTF-8): kept as is; the store's

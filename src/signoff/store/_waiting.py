@@ -133,7 +133,9 @@ class Waiters:
         value: ApprovalRequest | BaseException,
     ) -> None:
         if asyncio._get_running_loop() is loop:  # woken from its own loop (MemoryStore)
-            loop.call_soon(_settle, fut, value)  # no self-pipe write, no extra wake-up
+            # settled at once: the future schedules its task's wake-up itself (call_soon), so
+            # nothing runs here and no turn of the loop passes first (no self-pipe write)
+            _settle(fut, value)
             return
         with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
             loop.call_soon_threadsafe(_settle, fut, value)

@@ -45,14 +45,22 @@ FIELDS = (
 )
 
 
-_ISO_UTC = "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ"
+# "00" to "99": a time's fields written two digits at a time by lookup (every audit row)
+_TWO_DIGITS: tuple[str, ...] = tuple(f"{n:02d}" for n in range(100))
 
 
 def iso_utc(moment: datetime) -> str:
     """Fixed-width ISO-8601 UTC text; naive datetimes are taken to be UTC already."""
     if moment.tzinfo is UTC:  # the common case (utcnow): no conversion, no "+00:00" to cut
-        m = moment  # the fields formatted at once: a third faster than isoformat(timespec=)
-        return _ISO_UTC % (m.year, m.month, m.day, m.hour, m.minute, m.second, m.microsecond)
+        # looked up, not formatted: half the instructions of "%04d-%02d…" % (seven ints),
+        # a third of isoformat(timespec=)'s (callgrind)
+        d, m = _TWO_DIGITS, moment
+        year, micro = m.year, m.microsecond
+        return (
+            f"{d[year // 100]}{d[year % 100]}-{d[m.month]}-{d[m.day]}T{d[m.hour]}:"
+            f"{d[m.minute]}:{d[m.second]}.{d[micro // 10000]}{d[micro // 100 % 100]}"
+            f"{d[micro % 100]}Z"
+        )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
