@@ -35,7 +35,7 @@ import sqlite3
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from signoff.model import StoreError
@@ -126,12 +126,16 @@ def _settle(
             reply.fut.set_result(result)
 
 
-@dataclass(slots=True)
 class _Outcome:
-    fut: Reply
-    result: Any = None
-    error: BaseException | None = None
-    after: list[Callable[[], None]] = field(default_factory=list)
+    """One job's answer, and what it wants run once committed (a list only when it does)."""
+
+    __slots__ = ("after", "error", "fut", "result")
+
+    def __init__(self, fut: Reply) -> None:
+        self.fut = fut
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.after: list[Callable[[], None]] | None = None
 
 
 class Group:
@@ -168,9 +172,13 @@ class Group:
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once the running job's work is committed (never if it is not)."""
-        if self._running is None:
+        running = self._running
+        if running is None:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
-        self._running.after.append(callback)
+        if running.after is None:
+            running.after = [callback]
+        else:
+            running.after.append(callback)
 
     def savepoint(self) -> None:
         """From a :class:`SelfAtomic` job, before writing more than one statement."""
@@ -187,30 +195,32 @@ class Group:
             return None  # the caller gave up before we started: do nothing
         outcome = _Outcome(fut)
         self._outcomes.append(outcome)
+        conn = self.conn
+        body = job.job if isinstance(job, SelfAtomic) else job  # (not through its __call__)
         try:
-            if not self.conn.in_transaction:  # the first job, or SQLite ended the group
+            if not conn.in_transaction:  # the first job, or SQLite ended the group
                 self._chain.drop()
                 with self._errors("starting a write transaction"):
-                    self.conn.execute("BEGIN IMMEDIATE")
-                if self._on_begin is not None and self._on_begin(self.conn):
-                    rows.resume_chain(self.conn, self._chain)
+                    conn.execute("BEGIN IMMEDIATE")
+                if self._on_begin is not None and self._on_begin(conn):
+                    rows.resume_chain(conn, self._chain)
                 else:
-                    rows.forget_committed(self.conn)
+                    rows.forget_committed(conn)
             self._in_savepoint = False
-            if self._savepoints and not isinstance(job, SelfAtomic):
-                self.conn.execute("SAVEPOINT job")
+            if self._savepoints and body is job:
+                conn.execute("SAVEPOINT job")
                 self._in_savepoint = True
         except BaseException as exc:
             outcome.error = exc
             return exc
         self._running = outcome
-        mark = self._chain.mark()
+        mark = len(self._chain.pending)  # ChainHead.mark, inline
         try:
-            outcome.result = job(self.conn)
+            outcome.result = body(conn)
             if self._in_savepoint:
-                self.conn.execute("RELEASE job")
+                conn.execute("RELEASE job")
         except BaseException as exc:
-            outcome.error, outcome.after = exc, []
+            outcome.error, outcome.after = exc, None
             self._undo(exc, mark)
         finally:
             self._running = None
@@ -251,7 +261,7 @@ class Group:
                     f"the write was rolled back with the other writes committed with it: {cause}"
                 )
                 outcome.error.__cause__ = cause
-                outcome.after = []
+                outcome.after = None
 
     def commit(self) -> bool:
         """COMMIT; False when nothing of the group was written. Answers nobody yet."""
@@ -276,7 +286,7 @@ class Group:
         calls: LoopCalls = {}
         self._loop_calls = calls
         for outcome in self._outcomes:
-            if outcome.error is None:
+            if outcome.error is None and outcome.after is not None:
                 for callback in outcome.after:
                     try:
                         callback()

@@ -64,7 +64,13 @@ from signoff.store._sqlite_cache import Cached, DocCache, reads_back
 from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_group import SelfAtomic
 from signoff.store._sqlite_prepared import Change, prepare_change
-from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
+from signoff.store._sqlite_schema import (
+    SYNCHRONOUS,
+    connect,
+    prepare,
+    sqlite_errors,
+    store_error,
+)
 from signoff.store._sqlite_seal import unsealed_all
 from signoff.store._sqlite_wake import Doorbell
 from signoff.store._sqlite_watcher import DataVersionWatcher
@@ -261,8 +267,10 @@ class SQLiteStore:
         """Run ``body`` as (part of) a writer job: inside the group's ``BEGIN IMMEDIATE``, in
         the job's savepoint (see :mod:`._sqlite_group`), so an error rolls back this job
         alone; sqlite3 errors become a :class:`StoreError` saying what was being done."""
-        with sqlite_errors(self.path, doing):
+        try:
             return body()
+        except sqlite3.Error as exc:  # no generator context manager per job: see store_error
+            raise store_error(self.path, doing, exc) from exc
 
     def _after_commit(
         self, request: ApprovalRequest, events: list[AuditEvent], doc: str, generation: int
@@ -305,7 +313,7 @@ class SQLiteStore:
         prints = fingerprints(request)
 
         def job(conn: sqlite3.Connection) -> tuple[Read, bool]:
-            def body() -> tuple[Read, bool]:
+            try:  # as _transaction does, inline: this job runs every cycle
                 stored = rows.stored_calls(conn, request.thread, prints)
                 existing = existing_request_id(request, prints, stored)
                 if existing is not None:
@@ -318,10 +326,10 @@ class SQLiteStore:
                 audit = unsealed_all(events)
                 rows.append_sealed(conn, rows.seal_unsealed(conn, audit, self.origin))
                 outbox_rows.insert(conn, outbox)
-                self._after_commit(request, events, doc, generation)
-                return request, True
-
-            return self._transaction(conn, "storing a request", body)
+            except sqlite3.Error as exc:
+                raise store_error(self.path, "storing a request", exc) from exc
+            self._after_commit(request, events, doc, generation)
+            return request, True
 
         stored, created = await self._write(job)
         if isinstance(stored, Unreadable):  # raised once its quarantine mark is committed
@@ -372,11 +380,13 @@ class SQLiteStore:
                 raise StoreError(f"request {request_id} changed during its own transaction")
             return done
 
-        job = SelfAtomic(
-            lambda conn: self._transaction(conn, "updating a request", lambda: body(conn))
-        )
+        def job(conn: sqlite3.Connection) -> Transition | Unreadable:
+            try:  # as _transaction does, inline: this job runs several times a cycle
+                return body(conn)
+            except sqlite3.Error as exc:
+                raise store_error(self.path, "updating a request", exc) from exc
 
-        transition: Transition | Unreadable = await self._write(job)
+        transition: Transition | Unreadable = await self._write(SelfAtomic(job))
         if isinstance(transition, Unreadable):  # raised once its quarantine mark is committed
             raise self._unreadable(transition, "updating a request")
         return transition
