@@ -82,6 +82,7 @@ class WriterThread:
         self._retry_delay = batch_interval_s
         self._ready: Future[None] = Future()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._ident: int | None = None  # the thread's, once it runs (cheaper to compare)
         self.lost_events = 0
         self.audit_error: str | None = None  # why the last batch failed; None once one works
         self.batches = 0
@@ -156,7 +157,7 @@ class WriterThread:
     def after_commit(self, callback: Callable[[], None]) -> None:
         """From inside a job: run ``callback`` once the job's writes are committed."""
         group = self._group
-        if group is None or threading.current_thread() is not self._thread:
+        if group is None or threading.get_ident() != self._ident:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
         group.after_commit(callback)
 
@@ -170,7 +171,7 @@ class WriterThread:
     def savepoint(self) -> None:
         """From inside a :class:`~._sqlite_group.SelfAtomic` job: open its savepoint now."""
         group = self._group
-        if group is None or threading.current_thread() is not self._thread:
+        if group is None or threading.get_ident() != self._ident:
             raise RuntimeError("savepoint is for jobs running on the SQLite writer")
         group.savepoint()
 
@@ -201,6 +202,7 @@ class WriterThread:
 
     # ---------------------------------------------------------------- the thread
     def _run(self) -> None:
+        self._ident = threading.get_ident()
         try:
             conn = self._connect()
         except BaseException as exc:

@@ -48,6 +48,7 @@ from signoff.model import (
     utcnow,
 )
 from signoff.model.grants import Grant
+from signoff.model.requests import TERMINAL_STATUSES
 from signoff.store import _sqlite_grants as grant_rows
 from signoff.store import _sqlite_outbox as outbox_rows
 from signoff.store import _sqlite_rows as rows
@@ -288,16 +289,17 @@ class SQLiteStore:
         # (as the MemoryStore's; the job's caller got it too, under the same contract) —
         # unless its text might not read back: then reads parse it (and quarantine it)
         snapshot = request if reads_back(doc) else None
+        request_id, status = request.id, request.status
         self._cache.put(
-            request.id, request.status, Cached(request.version, doc, snapshot), generation
+            request_id, status, _new_cached(Cached, (request.version, doc, snapshot)), generation
         )
-        if request.terminal:
+        if status in TERMINAL_STATUSES:  # request.terminal, without the property's call
             make = (
                 functools.partial(_same, request)
                 if snapshot is not None
-                else functools.partial(_parse_own, request.id, doc)
+                else functools.partial(_parse_own, request_id, doc)
             )
-            for loop, fut in self._waiters.take(request.id):
+            for loop, fut in self._waiters.take(request_id):
                 with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
                     self._writer.call_in_loop(loop, functools.partial(settle_made, fut, make))
         if self._listeners:
@@ -402,7 +404,7 @@ class SQLiteStore:
         sealed = rows.seal_unsealed(conn, prepared.audit, self.origin)
         if transition.grants:
             self._writer.savepoint()
-        if rows.update_prepared(conn, prepared.params) != 1:
+        if conn.execute(rows.UPDATE_DOC, prepared.params).rowcount != 1:  # update_prepared
             return None
         grant_rows.insert(conn, transition.grants)
         rows.append_sealed(conn, sealed)  # a list append: cannot fail after the UPDATE
@@ -921,6 +923,10 @@ class SQLiteStore:
             "cache_reads_trusted": self._cache.trusted,
             "cache_drops": self._cache.drops,  # whole-cache drops (another commit, a restart)
         }
+
+
+# Cached(...) without the named tuple's Python-level __new__ (once per write, on the writer)
+_new_cached: Callable[[type[Cached], tuple[Any, ...]], Cached] = tuple.__new__
 
 
 def _same(request: ApprovalRequest) -> ApprovalRequest:
