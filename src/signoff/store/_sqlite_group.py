@@ -35,8 +35,7 @@ import sqlite3
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from signoff.model import StoreError
 from signoff.store import _sqlite_rows as rows
@@ -62,8 +61,7 @@ class SelfAtomic:
         return self.job(conn)
 
 
-@dataclass(frozen=True, slots=True)
-class LoopReply:
+class LoopReply(NamedTuple):
     """The asyncio future of a caller on ``loop``. A group answers all of one loop's callers
     with one ``call_soon_threadsafe`` (one wake-up of that loop, not one per job)."""
 
@@ -71,14 +69,11 @@ class LoopReply:
     fut: asyncio.Future[Any]
 
 
+# LoopReply(...) without the named tuple's Python-level __new__ (once per write)
+new_loop_reply: Callable[[type[LoopReply], tuple[Any, ...]], LoopReply] = tuple.__new__
+
+
 Reply = Future[Any] | LoopReply
-
-
-def start(reply: Reply) -> bool:
-    """False when the caller gave up before the job started (then it does not run)."""
-    if isinstance(reply, LoopReply):
-        return not reply.fut.done()  # read across threads: at worst the job runs unawaited
-    return reply.set_running_or_notify_cancel()
 
 
 LoopCalls = dict[asyncio.AbstractEventLoop, list[Callable[[], None]]]
@@ -191,8 +186,12 @@ class Group:
     def run(self, job: Job, fut: Reply) -> BaseException | None:
         """Run ``job`` in a savepoint; its caller is answered by :meth:`answer`. Returns the
         job's error, if it failed."""
-        if not start(fut):
-            return None  # the caller gave up before we started: do nothing
+        # not when the caller gave up before we started (then the job does not run)
+        if isinstance(fut, LoopReply):
+            if fut.fut.done():  # read across threads: at worst the job runs unawaited
+                return None
+        elif not fut.set_running_or_notify_cancel():
+            return None
         outcome = _Outcome(fut)
         self._outcomes.append(outcome)
         conn = self.conn

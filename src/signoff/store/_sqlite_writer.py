@@ -32,7 +32,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from signoff.model import AuditEvent, StoreError
-from signoff.store._sqlite_group import Errors, Group, LoopReply, Reply, answer
+from signoff.store._sqlite_group import Errors, Group, LoopReply, Reply, answer, new_loop_reply
 
 log = logging.getLogger("signoff.store")
 
@@ -109,7 +109,7 @@ class WriterThread:
         """``submit`` for a caller on an event loop, answered straight into that loop."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
-        self._queue(job, LoopReply(loop, fut), wake=False)
+        self._queue(job, new_loop_reply(LoopReply, (loop, fut)), wake=False)
         if loop not in self._kicks:  # else the writer is woken at this loop's next turn
             self._kicks.add(loop)
             loop.call_soon(self._kick, loop)
