@@ -72,7 +72,10 @@ class WriterThread:
         self._flush_job = self._flushed  # one object, so _next can recognise flushes
         self._interval = batch_interval_s
         self._batch_max = batch_max
-        self._cond = threading.Condition(threading.Lock())
+        # ``with self._lock`` holds the condition's lock as ``with self._cond`` would,
+        # without Condition.__enter__/__exit__'s two Python calls (once per job)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._jobs: deque[tuple[Job, Reply]] = deque()
         self._audit: deque[AuditEvent] = deque()
         self._audit_due = 0.0
@@ -119,11 +122,11 @@ class WriterThread:
         """Wake the writer for every job this loop queued in its last turn: the jobs of
         several tasks then start one group instead of the first one starting it alone."""
         self._kicks.discard(loop)
-        with self._cond:
+        with self._lock:
             self._cond.notify()
 
     def _queue(self, job: Job, reply: Reply, *, wake: bool = True) -> None:
-        with self._cond:
+        with self._lock:
             if self._stopping:
                 raise self._refusal()
             self._jobs.append((job, reply))
@@ -138,7 +141,7 @@ class WriterThread:
             self._arm(self._interval)
 
     def _arm(self, delay: float) -> None:
-        with self._cond:
+        with self._lock:
             if not self._armed:
                 self._armed = True
                 self._audit_due = time.monotonic() + delay
@@ -190,7 +193,7 @@ class WriterThread:
 
     def stop(self, timeout: float | None = None) -> None:
         """Run the jobs already submitted, flush the audit queue, close the connection."""
-        with self._cond:
+        with self._lock:
             self._stopping = True
             self._cond.notify()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
@@ -206,7 +209,7 @@ class WriterThread:
         try:
             conn = self._connect()
         except BaseException as exc:
-            with self._cond:
+            with self._lock:
                 self._stopping = True
                 self._failure = str(exc)
                 pending, self._jobs = list(self._jobs), deque()
@@ -234,7 +237,7 @@ class WriterThread:
     def _next(self) -> tuple[list[tuple[Job, Reply]], list[AuditEvent], bool]:
         """The next group: every queued job (up to ``group_max``) and, when due or worth
         sharing the jobs' fsync, every queued audit event; and whether it is the last."""
-        with self._cond:
+        with self._lock:
             while True:
                 now = time.monotonic()
                 batch_due = (self._armed or self._stopping) and (
@@ -262,7 +265,7 @@ class WriterThread:
         holding the GIL less, otherwise commits groups of two or three. Not past a flush
         job: the audit events it answers for were taken when the group started."""
         more: list[tuple[Job, Reply]] = []
-        with self._cond:
+        with self._lock:
             while self._jobs and len(more) < room and self._jobs[0][0] is not self._flush_job:
                 more.append(self._jobs.popleft())
         return more
