@@ -199,8 +199,11 @@ class Group:
         try:
             if not conn.in_transaction:  # the first job, or SQLite ended the group
                 self._chain.drop()
-                with self._errors("starting a write transaction"):
+                try:
                     conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error:  # the errors' context manager only when one happened
+                    with self._errors("starting a write transaction"):
+                        raise
                 if self._on_begin is not None and self._on_begin(conn):
                     rows.resume_chain(conn, self._chain)
                 else:
@@ -268,9 +271,12 @@ class Group:
         if not self.conn.in_transaction:
             return True
         try:
-            with self._errors("committing"):
+            try:
                 self._chain.flush(self.conn)  # the group's audit rows: one executemany
                 self.conn.execute("COMMIT")
+            except sqlite3.Error:  # the errors' context manager only when one happened
+                with self._errors("committing"):
+                    raise
         except BaseException as exc:
             rows.forget_committed(self.conn)
             self._rollback()
