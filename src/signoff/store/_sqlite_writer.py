@@ -281,9 +281,10 @@ class WriterThread:
         alone = len(jobs) + bool(batch) == 1
         group = Group(conn, self._errors, alone=alone, on_begin=self._on_begin)
         self._group = group
-        audited: Future[None] = Future()
+        audited: Future[None] | None = None  # the batch's answer (a Future only with one)
         try:
             if batch:  # first: the flushes in this group answer for it
+                audited = Future()
                 self._batch_error = group.run(lambda c: self._write_batch(c, batch), audited)
             ran = 0
             while jobs:
@@ -309,7 +310,7 @@ class WriterThread:
                 self._answering = None
             if wrote:  # after this process's callers: their wake-up is the latency target
                 self._ring()
-        if batch:
+        if audited is not None:
             self._settle_batch(batch, audited.exception(), final)
 
     def _ring(self) -> None:
