@@ -223,3 +223,25 @@ async def test_sigkill_mid_group_loses_no_answered_job_and_runs_no_call_twice(
     async with SQLiteStore(path) as store:
         assert (await store.verify_audit()).ok
         assert await store.integrity_check() == "ok"
+
+
+async def test_a_group_that_cannot_begin_fails_with_what_to_do(tmp_path: Path) -> None:
+    """BEGIN IMMEDIATE behind another process's write lock: the caller gets the StoreError
+    naming the step and the busy-timeout hint, and the next write works once it is free."""
+    path = tmp_path / "s.db"
+    async with SQLiteStore(path, busy_timeout_ms=0) as store:
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            with pytest.raises(StoreError) as raised:
+                await new_request(store, "req-locked")
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+        text = str(raised.value)
+        assert "starting a write transaction failed" in text
+        assert "raise busy_timeout_ms" in text
+        assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+        await new_request(store, "req-free")
+        assert await store.get_request("req-free") is not None
+        assert await store.get_request("req-locked") is None

@@ -35,8 +35,7 @@ import sqlite3
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from signoff.model import StoreError
 from signoff.store import _sqlite_rows as rows
@@ -62,8 +61,7 @@ class SelfAtomic:
         return self.job(conn)
 
 
-@dataclass(frozen=True, slots=True)
-class LoopReply:
+class LoopReply(NamedTuple):
     """The asyncio future of a caller on ``loop``. A group answers all of one loop's callers
     with one ``call_soon_threadsafe`` (one wake-up of that loop, not one per job)."""
 
@@ -71,14 +69,11 @@ class LoopReply:
     fut: asyncio.Future[Any]
 
 
+# LoopReply(...) without the named tuple's Python-level __new__ (once per write)
+new_loop_reply: Callable[[type[LoopReply], tuple[Any, ...]], LoopReply] = tuple.__new__
+
+
 Reply = Future[Any] | LoopReply
-
-
-def start(reply: Reply) -> bool:
-    """False when the caller gave up before the job started (then it does not run)."""
-    if isinstance(reply, LoopReply):
-        return not reply.fut.done()  # read across threads: at worst the job runs unawaited
-    return reply.set_running_or_notify_cancel()
 
 
 LoopCalls = dict[asyncio.AbstractEventLoop, list[Callable[[], None]]]
@@ -126,12 +121,16 @@ def _settle(
             reply.fut.set_result(result)
 
 
-@dataclass(slots=True)
 class _Outcome:
-    fut: Reply
-    result: Any = None
-    error: BaseException | None = None
-    after: list[Callable[[], None]] = field(default_factory=list)
+    """One job's answer, and what it wants run once committed (a list only when it does)."""
+
+    __slots__ = ("after", "error", "fut", "result")
+
+    def __init__(self, fut: Reply) -> None:
+        self.fut = fut
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.after: list[Callable[[], None]] | None = None
 
 
 class Group:
@@ -168,9 +167,13 @@ class Group:
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once the running job's work is committed (never if it is not)."""
-        if self._running is None:
+        running = self._running
+        if running is None:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
-        self._running.after.append(callback)
+        if running.after is None:
+            running.after = [callback]
+        else:
+            running.after.append(callback)
 
     def savepoint(self) -> None:
         """From a :class:`SelfAtomic` job, before writing more than one statement."""
@@ -183,34 +186,43 @@ class Group:
     def run(self, job: Job, fut: Reply) -> BaseException | None:
         """Run ``job`` in a savepoint; its caller is answered by :meth:`answer`. Returns the
         job's error, if it failed."""
-        if not start(fut):
-            return None  # the caller gave up before we started: do nothing
+        # not when the caller gave up before we started (then the job does not run)
+        if isinstance(fut, LoopReply):
+            if fut.fut.done():  # read across threads: at worst the job runs unawaited
+                return None
+        elif not fut.set_running_or_notify_cancel():
+            return None
         outcome = _Outcome(fut)
         self._outcomes.append(outcome)
+        conn = self.conn
+        body = job.job if isinstance(job, SelfAtomic) else job  # (not through its __call__)
         try:
-            if not self.conn.in_transaction:  # the first job, or SQLite ended the group
+            if not conn.in_transaction:  # the first job, or SQLite ended the group
                 self._chain.drop()
-                with self._errors("starting a write transaction"):
-                    self.conn.execute("BEGIN IMMEDIATE")
-                if self._on_begin is not None and self._on_begin(self.conn):
-                    rows.resume_chain(self.conn, self._chain)
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error:  # the errors' context manager only when one happened
+                    with self._errors("starting a write transaction"):
+                        raise
+                if self._on_begin is not None and self._on_begin(conn):
+                    rows.resume_chain(conn, self._chain)
                 else:
-                    rows.forget_committed(self.conn)
+                    rows.forget_committed(conn)
             self._in_savepoint = False
-            if self._savepoints and not isinstance(job, SelfAtomic):
-                self.conn.execute("SAVEPOINT job")
+            if self._savepoints and body is job:
+                conn.execute("SAVEPOINT job")
                 self._in_savepoint = True
         except BaseException as exc:
             outcome.error = exc
             return exc
         self._running = outcome
-        mark = self._chain.mark()
+        mark = len(self._chain.pending)  # ChainHead.mark, inline
         try:
-            outcome.result = job(self.conn)
+            outcome.result = body(conn)
             if self._in_savepoint:
-                self.conn.execute("RELEASE job")
+                conn.execute("RELEASE job")
         except BaseException as exc:
-            outcome.error, outcome.after = exc, []
+            outcome.error, outcome.after = exc, None
             self._undo(exc, mark)
         finally:
             self._running = None
@@ -251,7 +263,7 @@ class Group:
                     f"the write was rolled back with the other writes committed with it: {cause}"
                 )
                 outcome.error.__cause__ = cause
-                outcome.after = []
+                outcome.after = None
 
     def commit(self) -> bool:
         """COMMIT; False when nothing of the group was written. Answers nobody yet."""
@@ -259,9 +271,12 @@ class Group:
         if not self.conn.in_transaction:
             return True
         try:
-            with self._errors("committing"):
+            try:
                 self._chain.flush(self.conn)  # the group's audit rows: one executemany
                 self.conn.execute("COMMIT")
+            except sqlite3.Error:  # the errors' context manager only when one happened
+                with self._errors("committing"):
+                    raise
         except BaseException as exc:
             rows.forget_committed(self.conn)
             self._rollback()
@@ -276,7 +291,7 @@ class Group:
         calls: LoopCalls = {}
         self._loop_calls = calls
         for outcome in self._outcomes:
-            if outcome.error is None:
+            if outcome.error is None and outcome.after is not None:
                 for callback in outcome.after:
                     try:
                         callback()

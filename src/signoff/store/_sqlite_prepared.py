@@ -12,16 +12,15 @@ dump and this preparation run on the writer, inside the transaction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from signoff.model import StoreError, Transition
 from signoff.store._sqlite_rows import epoch
 from signoff.store._sqlite_seal import Unsealed, unsealed_all
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+class Change(NamedTuple):
     """A changed transition ready to write: the document's JSON text and the parameters of
     the conditional ``UPDATE`` (see :func:`~._sqlite_rows.update_prepared`)."""
 
@@ -39,5 +38,9 @@ def prepare_change(request_id: str, transition: Transition, old_version: int) ->
     if new.version <= old_version:
         new.version = old_version + 1
     doc = new.model_dump_json()
-    params = (new.status, epoch(new.sweep_at), new.version, doc, new.id, old_version)
-    return Change(transition, doc, params, unsealed_all(transition.events))
+    params = (new.status, epoch(new.sweep_at), new.version, doc, request_id, old_version)
+    return _new_change(Change, (transition, doc, params, unsealed_all(transition.events)))
+
+
+# Change(...) without the named tuple's Python-level __new__ (once per update, on the writer)
+_new_change: Callable[[type[Change], tuple[Any, ...]], Change] = tuple.__new__

@@ -208,7 +208,7 @@ def insert_request(
     return doc
 
 
-_UPDATE_DOC = (
+UPDATE_DOC = (
     "UPDATE requests SET status = ?, due_at = ?, version = ?, doc = ? WHERE id = ? AND version = ?"
 )
 
@@ -217,7 +217,7 @@ def update_prepared(conn: sqlite3.Connection, params: tuple[Any, ...]) -> int:
     """The conditional write: it only lands on the version the change was computed from.
     ``params``: ``(status, due_at, new version, doc, id, old version)``; the rows changed
     (0 or 1)."""
-    return conn.execute(_UPDATE_DOC, params).rowcount
+    return conn.execute(UPDATE_DOC, params).rowcount
 
 
 def select_requests(

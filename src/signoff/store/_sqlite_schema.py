@@ -204,7 +204,13 @@ def sqlite_errors(path: str, doing: str) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        raise StoreError(f"SQLite store {path}: {doing} failed: {exc}{_hint(exc)}") from exc
+        raise store_error(path, doing, exc) from exc
+
+
+def store_error(path: str, doing: str, exc: sqlite3.Error) -> StoreError:
+    """The :class:`StoreError` :func:`sqlite_errors` raises for ``exc`` (for hot writer jobs,
+    which catch ``sqlite3.Error`` themselves: no generator context manager per job)."""
+    return StoreError(f"SQLite store {path}: {doing} failed: {exc}{_hint(exc)}")
 
 
 def _hint(exc: sqlite3.Error) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from signoff.model import AuditEvent
-from signoff.store.audit import Unsealed, unsealed
+from signoff.store.audit import Unsealed, json_string, unsealed
 
 __all__ = ["Unsealed", "chain", "unsealed_all"]
 
@@ -32,9 +32,19 @@ def chain(
     """The rows of ``items`` chained after ``(last_seq, last_hash)``, as the audit table's
     columns (``seq`` … ``hash``, ``origin``)."""
     rows = []
-    for item in items:
+    if type(last_seq) is not int or type(last_hash) is not str:  # (never: ints and hex text)
+        for item in items:
+            last_seq += 1
+            digest = hashlib.sha256(item.hashed(last_seq, last_hash).encode("ascii")).hexdigest()
+            rows.append((last_seq, *item.columns, item.data, last_hash, digest, origin))
+            last_hash = digest
+        return rows
+    sha256 = hashlib.sha256
+    for front, middle, back, columns, data in items:
         last_seq += 1
-        digest = hashlib.sha256(item.hashed(last_seq, last_hash).encode("ascii")).hexdigest()
-        rows.append((last_seq, *item.columns, item.data, last_hash, digest, origin))
+        # Unsealed.hashed with its two texts inline (an int's is str(), a str's json_string)
+        text = f"{front}{json_string(last_hash)}{middle}{last_seq}{back}"
+        digest = sha256(text.encode("ascii")).hexdigest()
+        rows.append((last_seq, *columns, data, last_hash, digest, origin))
         last_hash = digest
     return rows

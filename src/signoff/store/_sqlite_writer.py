@@ -32,7 +32,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from signoff.model import AuditEvent, StoreError
-from signoff.store._sqlite_group import Errors, Group, LoopReply, Reply, answer
+from signoff.store._sqlite_group import Errors, Group, LoopReply, Reply, answer, new_loop_reply
 
 log = logging.getLogger("signoff.store")
 
@@ -72,7 +72,10 @@ class WriterThread:
         self._flush_job = self._flushed  # one object, so _next can recognise flushes
         self._interval = batch_interval_s
         self._batch_max = batch_max
-        self._cond = threading.Condition(threading.Lock())
+        # ``with self._lock`` holds the condition's lock as ``with self._cond`` would,
+        # without Condition.__enter__/__exit__'s two Python calls (once per job)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._jobs: deque[tuple[Job, Reply]] = deque()
         self._audit: deque[AuditEvent] = deque()
         self._audit_due = 0.0
@@ -82,6 +85,7 @@ class WriterThread:
         self._retry_delay = batch_interval_s
         self._ready: Future[None] = Future()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._ident: int | None = None  # the thread's, once it runs (cheaper to compare)
         self.lost_events = 0
         self.audit_error: str | None = None  # why the last batch failed; None once one works
         self.batches = 0
@@ -108,7 +112,7 @@ class WriterThread:
         """``submit`` for a caller on an event loop, answered straight into that loop."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
-        self._queue(job, LoopReply(loop, fut), wake=False)
+        self._queue(job, new_loop_reply(LoopReply, (loop, fut)), wake=False)
         if loop not in self._kicks:  # else the writer is woken at this loop's next turn
             self._kicks.add(loop)
             loop.call_soon(self._kick, loop)
@@ -118,11 +122,11 @@ class WriterThread:
         """Wake the writer for every job this loop queued in its last turn: the jobs of
         several tasks then start one group instead of the first one starting it alone."""
         self._kicks.discard(loop)
-        with self._cond:
+        with self._lock:
             self._cond.notify()
 
     def _queue(self, job: Job, reply: Reply, *, wake: bool = True) -> None:
-        with self._cond:
+        with self._lock:
             if self._stopping:
                 raise self._refusal()
             self._jobs.append((job, reply))
@@ -137,7 +141,7 @@ class WriterThread:
             self._arm(self._interval)
 
     def _arm(self, delay: float) -> None:
-        with self._cond:
+        with self._lock:
             if not self._armed:
                 self._armed = True
                 self._audit_due = time.monotonic() + delay
@@ -156,7 +160,7 @@ class WriterThread:
     def after_commit(self, callback: Callable[[], None]) -> None:
         """From inside a job: run ``callback`` once the job's writes are committed."""
         group = self._group
-        if group is None or threading.current_thread() is not self._thread:
+        if group is None or threading.get_ident() != self._ident:
             raise RuntimeError("after_commit is for jobs running on the SQLite writer")
         group.after_commit(callback)
 
@@ -170,7 +174,7 @@ class WriterThread:
     def savepoint(self) -> None:
         """From inside a :class:`~._sqlite_group.SelfAtomic` job: open its savepoint now."""
         group = self._group
-        if group is None or threading.current_thread() is not self._thread:
+        if group is None or threading.get_ident() != self._ident:
             raise RuntimeError("savepoint is for jobs running on the SQLite writer")
         group.savepoint()
 
@@ -189,7 +193,7 @@ class WriterThread:
 
     def stop(self, timeout: float | None = None) -> None:
         """Run the jobs already submitted, flush the audit queue, close the connection."""
-        with self._cond:
+        with self._lock:
             self._stopping = True
             self._cond.notify()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
@@ -201,10 +205,11 @@ class WriterThread:
 
     # ---------------------------------------------------------------- the thread
     def _run(self) -> None:
+        self._ident = threading.get_ident()
         try:
             conn = self._connect()
         except BaseException as exc:
-            with self._cond:
+            with self._lock:
                 self._stopping = True
                 self._failure = str(exc)
                 pending, self._jobs = list(self._jobs), deque()
@@ -232,7 +237,7 @@ class WriterThread:
     def _next(self) -> tuple[list[tuple[Job, Reply]], list[AuditEvent], bool]:
         """The next group: every queued job (up to ``group_max``) and, when due or worth
         sharing the jobs' fsync, every queued audit event; and whether it is the last."""
-        with self._cond:
+        with self._lock:
             while True:
                 now = time.monotonic()
                 batch_due = (self._armed or self._stopping) and (
@@ -260,7 +265,7 @@ class WriterThread:
         holding the GIL less, otherwise commits groups of two or three. Not past a flush
         job: the audit events it answers for were taken when the group started."""
         more: list[tuple[Job, Reply]] = []
-        with self._cond:
+        with self._lock:
             while self._jobs and len(more) < room and self._jobs[0][0] is not self._flush_job:
                 more.append(self._jobs.popleft())
         return more
@@ -276,9 +281,10 @@ class WriterThread:
         alone = len(jobs) + bool(batch) == 1
         group = Group(conn, self._errors, alone=alone, on_begin=self._on_begin)
         self._group = group
-        audited: Future[None] = Future()
+        audited: Future[None] | None = None  # the batch's answer (a Future only with one)
         try:
             if batch:  # first: the flushes in this group answer for it
+                audited = Future()
                 self._batch_error = group.run(lambda c: self._write_batch(c, batch), audited)
             ran = 0
             while jobs:
@@ -304,7 +310,7 @@ class WriterThread:
                 self._answering = None
             if wrote:  # after this process's callers: their wake-up is the latency target
                 self._ring()
-        if batch:
+        if audited is not None:
             self._settle_batch(batch, audited.exception(), final)
 
     def _ring(self) -> None:

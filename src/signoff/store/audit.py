@@ -231,6 +231,7 @@ def seal_row(event: AuditEvent, seq: int, prev_hash: str) -> SealedRow:
 # json's own C string encoder (what the canonical encoder calls for every str with
 # ensure_ascii=True), so a field's text is exactly the canonical encoder's
 _ascii_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+json_string = _ascii_string  # a ``str``'s canonical JSON text (for the SQLite writer's chain)
 
 # The canonical encoder once for every plain value: _json_plain has walked it to the end, so
 # it holds no cycle and needs no record of the containers being encoded (which is all a C
@@ -301,7 +302,7 @@ def unsealed(event: AuditEvent) -> Unsealed:
     )
     # each column's text: a str straight through json's C string encoder, the rest by _text
     ev, at_, req, thread, tool, call, actor, principal, agent, rule, policy = [
-        _ascii_string(c) if type(c) is str else _text(c) for c in columns
+        _ascii_string(c) if type(c) is str else "null" if c is None else _text(c) for c in columns
     ]
     front = (
         f'{{"actor":{actor},"agent":{agent},"at":{at_},"data":{data},"event":{ev},'

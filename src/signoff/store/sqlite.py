@@ -48,6 +48,7 @@ from signoff.model import (
     utcnow,
 )
 from signoff.model.grants import Grant
+from signoff.model.requests import TERMINAL_STATUSES
 from signoff.store import _sqlite_grants as grant_rows
 from signoff.store import _sqlite_outbox as outbox_rows
 from signoff.store import _sqlite_rows as rows
@@ -64,7 +65,13 @@ from signoff.store._sqlite_cache import Cached, DocCache, reads_back
 from signoff.store._sqlite_check import check_file
 from signoff.store._sqlite_group import SelfAtomic
 from signoff.store._sqlite_prepared import Change, prepare_change
-from signoff.store._sqlite_schema import SYNCHRONOUS, connect, prepare, sqlite_errors
+from signoff.store._sqlite_schema import (
+    SYNCHRONOUS,
+    connect,
+    prepare,
+    sqlite_errors,
+    store_error,
+)
 from signoff.store._sqlite_seal import unsealed_all
 from signoff.store._sqlite_wake import Doorbell
 from signoff.store._sqlite_watcher import DataVersionWatcher
@@ -261,8 +268,10 @@ class SQLiteStore:
         """Run ``body`` as (part of) a writer job: inside the group's ``BEGIN IMMEDIATE``, in
         the job's savepoint (see :mod:`._sqlite_group`), so an error rolls back this job
         alone; sqlite3 errors become a :class:`StoreError` saying what was being done."""
-        with sqlite_errors(self.path, doing):
+        try:
             return body()
+        except sqlite3.Error as exc:  # no generator context manager per job: see store_error
+            raise store_error(self.path, doing, exc) from exc
 
     def _after_commit(
         self, request: ApprovalRequest, events: list[AuditEvent], doc: str, generation: int
@@ -280,16 +289,17 @@ class SQLiteStore:
         # (as the MemoryStore's; the job's caller got it too, under the same contract) —
         # unless its text might not read back: then reads parse it (and quarantine it)
         snapshot = request if reads_back(doc) else None
+        request_id, status = request.id, request.status
         self._cache.put(
-            request.id, request.status, Cached(request.version, doc, snapshot), generation
+            request_id, status, _new_cached(Cached, (request.version, doc, snapshot)), generation
         )
-        if request.terminal:
+        if status in TERMINAL_STATUSES:  # request.terminal, without the property's call
             make = (
                 functools.partial(_same, request)
                 if snapshot is not None
-                else functools.partial(_parse_own, request.id, doc)
+                else functools.partial(_parse_own, request_id, doc)
             )
-            for loop, fut in self._waiters.take(request.id):
+            for loop, fut in self._waiters.take(request_id):
                 with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
                     self._writer.call_in_loop(loop, functools.partial(settle_made, fut, make))
         if self._listeners:
@@ -305,7 +315,7 @@ class SQLiteStore:
         prints = fingerprints(request)
 
         def job(conn: sqlite3.Connection) -> tuple[Read, bool]:
-            def body() -> tuple[Read, bool]:
+            try:  # as _transaction does, inline: this job runs every cycle
                 stored = rows.stored_calls(conn, request.thread, prints)
                 existing = existing_request_id(request, prints, stored)
                 if existing is not None:
@@ -318,10 +328,10 @@ class SQLiteStore:
                 audit = unsealed_all(events)
                 rows.append_sealed(conn, rows.seal_unsealed(conn, audit, self.origin))
                 outbox_rows.insert(conn, outbox)
-                self._after_commit(request, events, doc, generation)
-                return request, True
-
-            return self._transaction(conn, "storing a request", body)
+            except sqlite3.Error as exc:
+                raise store_error(self.path, "storing a request", exc) from exc
+            self._after_commit(request, events, doc, generation)
+            return request, True
 
         stored, created = await self._write(job)
         if isinstance(stored, Unreadable):  # raised once its quarantine mark is committed
@@ -372,11 +382,13 @@ class SQLiteStore:
                 raise StoreError(f"request {request_id} changed during its own transaction")
             return done
 
-        job = SelfAtomic(
-            lambda conn: self._transaction(conn, "updating a request", lambda: body(conn))
-        )
+        def job(conn: sqlite3.Connection) -> Transition | Unreadable:
+            try:  # as _transaction does, inline: this job runs several times a cycle
+                return body(conn)
+            except sqlite3.Error as exc:
+                raise store_error(self.path, "updating a request", exc) from exc
 
-        transition: Transition | Unreadable = await self._write(job)
+        transition: Transition | Unreadable = await self._write(SelfAtomic(job))
         if isinstance(transition, Unreadable):  # raised once its quarantine mark is committed
             raise self._unreadable(transition, "updating a request")
         return transition
@@ -392,7 +404,7 @@ class SQLiteStore:
         sealed = rows.seal_unsealed(conn, prepared.audit, self.origin)
         if transition.grants:
             self._writer.savepoint()
-        if rows.update_prepared(conn, prepared.params) != 1:
+        if conn.execute(rows.UPDATE_DOC, prepared.params).rowcount != 1:  # update_prepared
             return None
         grant_rows.insert(conn, transition.grants)
         rows.append_sealed(conn, sealed)  # a list append: cannot fail after the UPDATE
@@ -911,6 +923,10 @@ class SQLiteStore:
             "cache_reads_trusted": self._cache.trusted,
             "cache_drops": self._cache.drops,  # whole-cache drops (another commit, a restart)
         }
+
+
+# Cached(...) without the named tuple's Python-level __new__ (once per write, on the writer)
+_new_cached: Callable[[type[Cached], tuple[Any, ...]], Cached] = tuple.__new__
 
 
 def _same(request: ApprovalRequest) -> ApprovalRequest:
