@@ -62,7 +62,8 @@ TELEGRAM_SECRET = "bench-telegram-secret"
 FEISHU_VERIFY = "bench-feishu-verification-token"
 FEISHU_KEY = "bench-feishu-encrypt-key"
 DINGTALK_SECRET = "bench-dingtalk-app-secret"
-REQUEST_ID = re.compile(r"req_[A-Za-z0-9_-]{16}")
+# a request id of any length (new_id: 23 characters after the prefix since 2026-11-27)
+REQUEST_ID = re.compile(r"(?<![A-Za-z0-9_-])req_[A-Za-z0-9_-]+")
 #: The channels of the headline latency (as measured before Telegram/Feishu/DingTalk).
 LATENCY_SET = ("slack", "discord", "line", "webhooks")
 #: Each measured alone, for a ratio between channels within one run.
