@@ -60,3 +60,13 @@ def test_a_request_id_fits_every_telegram_button() -> None:
 
     for action in ("a", "r", f"c{MAX_CHOICES - 1}"):
         assert len(seal("secret", action, calls.new_id("req"))) <= CALLBACK_DATA_MAX
+
+
+def test_ids_of_one_millisecond_share_its_stamp_and_the_next_one_gets_its_own() -> None:
+    """The stamp is kept for the millisecond it was made in (one tuple, replaced whole)."""
+    ticks = iter([5_000, 5_000, 5_001, 5_000])
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(calls, "_time_ns", lambda: next(ticks) * 1_000_000 + 123)
+        made = [calls.new_id("req") for _ in range(4)]
+    assert [i[4:11] for i in made] == [stamp_of(5_000)] * 2 + [stamp_of(5_001), stamp_of(5_000)]
+    assert len(set(made)) == 4

@@ -28,12 +28,21 @@ def new_id(prefix: str) -> str:
     random part keeps ids unguessable, as before; 27 characters for ``req_`` still fit a
     Telegram button with any choice index (channels/telegram.py).
     """
-    # 48 bits in 8 characters, the first of them "-" (0) until 2109: left out
-    stamp = _b64((_time_ns() // 1_000_000).to_bytes(6, "big")).translate(_ORDERED)
-    return f"{prefix}_{stamp[1:].decode('ascii')}{secrets.token_urlsafe(12)}"
+    global _last_stamp
+    ms = _time_ns() // 1_000_000
+    last = _last_stamp  # (one read: another thread may replace it meanwhile)
+    if last[0] == ms:  # made this millisecond already (every id of a busy gate)
+        stamp = last[1]
+    else:
+        # 48 bits in 8 characters, the first of them "-" (0) until 2109: left out
+        stamp = _b64(ms.to_bytes(6, "big")).translate(_ORDERED)[1:].decode("ascii")
+        _last_stamp = (ms, stamp)
+    return f"{prefix}_{stamp}{secrets.token_urlsafe(12)}"
 
 
 _time_ns = time.time_ns
+# The last millisecond an id was made in and its 7 characters, replaced as one tuple
+_last_stamp: tuple[int, str] = (-1, "")
 _b64 = base64.urlsafe_b64encode
 # URL-safe base64's 64 characters, digit for digit, in ASCII order: encoded text sorts as
 # the numbers do
