@@ -22,7 +22,7 @@ from signoff.store._sqlite_seal import Unsealed, unsealed_all
 
 class Change(NamedTuple):
     """A changed transition ready to write: the document's JSON text and the parameters of
-    the conditional ``UPDATE`` (see :func:`~._sqlite_rows.update_prepared`)."""
+    the conditional ``UPDATE`` (``_sqlite_rows.UPDATE_DOC``'s)."""
 
     transition: Transition
     doc: str

@@ -208,16 +208,11 @@ def insert_request(
     return doc
 
 
+# The conditional write: it lands only on the version the change was computed from;
+# parameters (status, due_at, new version, doc, id, old version), rowcount 0 or 1
 UPDATE_DOC = (
     "UPDATE requests SET status = ?, due_at = ?, version = ?, doc = ? WHERE id = ? AND version = ?"
 )
-
-
-def update_prepared(conn: sqlite3.Connection, params: tuple[Any, ...]) -> int:
-    """The conditional write: it only lands on the version the change was computed from.
-    ``params``: ``(status, due_at, new version, doc, id, old version)``; the rows changed
-    (0 or 1)."""
-    return conn.execute(UPDATE_DOC, params).rowcount
 
 
 def select_requests(

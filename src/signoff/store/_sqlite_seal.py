@@ -32,13 +32,6 @@ def chain(
     """The rows of ``items`` chained after ``(last_seq, last_hash)``, as the audit table's
     columns (``seq`` … ``hash``, ``origin``)."""
     rows = []
-    if type(last_seq) is not int or type(last_hash) is not str:  # (never: ints and hex text)
-        for item in items:
-            last_seq += 1
-            digest = hashlib.sha256(item.hashed(last_seq, last_hash).encode("ascii")).hexdigest()
-            rows.append((last_seq, *item.columns, item.data, last_hash, digest, origin))
-            last_hash = digest
-        return rows
     sha256 = hashlib.sha256
     for front, middle, back, columns, data in items:
         last_seq += 1

@@ -404,7 +404,7 @@ class SQLiteStore:
         sealed = rows.seal_unsealed(conn, prepared.audit, self.origin)
         if transition.grants:
             self._writer.savepoint()
-        if conn.execute(rows.UPDATE_DOC, prepared.params).rowcount != 1:  # update_prepared
+        if conn.execute(rows.UPDATE_DOC, prepared.params).rowcount != 1:
             return None
         grant_rows.insert(conn, transition.grants)
         rows.append_sealed(conn, sealed)  # a list append: cannot fail after the UPDATE
