@@ -54,7 +54,7 @@ def stored_text(store: Store) -> str:
         return "\n".join(str(r[0]) for r in rows)
     assert isinstance(store, MemoryStore)
     docs = [r.model_dump_json() for r in store._requests.values()]
-    return "\n".join(docs + [json.dumps(r.data) for r in store._audit])
+    return "\n".join(docs + [json.dumps(r.data) for r in store.sealed_rows()])
 
 
 async def ask(gate: Gate) -> ApprovalRequest:

@@ -52,6 +52,11 @@ from signoff.store.base import (
 
 _COUNT_BY = ("principal", "agent", "thread")
 
+# a stored audit row (a plain tuple) as its SealedRow, and where seq and hash sit in it
+_ROW = SealedRow._make
+_SEQ = SealedRow._fields.index("seq")
+_HASH = SealedRow._fields.index("hash")
+
 
 class MemoryStore(MemoryOutbox):
     """Approval requests, the audit log and the notification outbox in memory; lost when
@@ -65,14 +70,20 @@ class MemoryStore(MemoryOutbox):
         # request ids by thread, in creation order: list_requests(thread=...) (the reattach
         # check on a thread's first step) reads one thread's requests, not every request
         self._by_thread: dict[str, list[str]] = {}
-        self._calls: dict[tuple[str, str], StoredCall] = {}
+        # (request id, fingerprint) per (thread, call id): plain tuples of strings, which the
+        # garbage collector stops tracking (see _audit)
+        self._calls: dict[tuple[str, str], tuple[str, str]] = {}
         self._grants: dict[str, Grant] = {}
         self._grants_noted: set[str] = set()  # grant ids whose expiry was audited
         self._grants_version = 0
         self._salt = os.urandom(32)  # keys secret-argument digests without an audit.key
         # sealed rows as the durable stores keep them (text timestamps and data); turned into
-        # AuditRecords only when read, so a write does not parse back what it just serialized
-        self._audit: list[SealedRow] = []
+        # AuditRecords only when read, so a write does not parse back what it just serialized.
+        # Kept as plain tuples (SealedRow's fields in order): a tuple of strings, ints and None
+        # is one the garbage collector stops tracking after its first pass, where a NamedTuple
+        # stays tracked and every full collection walks all of them again (the store keeps
+        # every row: five a cycle, most of what grows the heap besides the requests)
+        self._audit: list[tuple[Any, ...]] = []
         self._queued: deque[AuditEvent] = deque()
         self._waiters = Waiters()
         self._listeners = Listeners()
@@ -107,7 +118,7 @@ class MemoryStore(MemoryOutbox):
         with self._lock:
             self._check_open()
             stored = {
-                call_id: self._calls[(request.thread, call_id)]
+                call_id: StoredCall._make(self._calls[(request.thread, call_id)])
                 for call_id in prints
                 if (request.thread, call_id) in self._calls
             }
@@ -123,7 +134,7 @@ class MemoryStore(MemoryOutbox):
             self._requests[request.id] = request
             self._by_thread.setdefault(request.thread, []).append(request.id)
             for call_id, fingerprint in prints.items():
-                self._calls[(request.thread, call_id)] = StoredCall(request.id, fingerprint)
+                self._calls[(request.thread, call_id)] = (request.id, fingerprint)
             self._append_locked(events)
             self.add_locked(outbox)
         if self._listeners:  # the event's name is worked out only for someone listening
@@ -141,7 +152,7 @@ class MemoryStore(MemoryOutbox):
             found = self._calls.get((thread, tool_call_id))
             if found is None:
                 return None
-            return self._requests[found.request_id]
+            return self._requests[found[0]]  # (request id, fingerprint)
 
     async def list_requests(
         self,
@@ -344,19 +355,23 @@ class MemoryStore(MemoryOutbox):
     async def read_audit(self, query: AuditQuery = AuditQuery()) -> list[AuditRecord]:
         with self._lock:
             self._flush_locked()
-            rows = [r for r in self._audit if r.seq > query.after_seq and _matches(r, query)]
+            rows = [
+                row
+                for row in map(_ROW, self._audit)
+                if row.seq > query.after_seq and _matches(row, query)
+            ]
         return [r.record() for r in rows[: query.limit]]
 
     async def audit_head(self) -> tuple[int, str]:
         with self._lock:
             self._flush_locked()
-            return (self._audit[-1].seq, self._audit[-1].hash) if self._audit else (0, GENESIS_HASH)
+            return self._head_locked()
 
     async def verify_audit(self) -> AuditVerification:
         with self._lock:
             self._flush_locked()
             rows = list(self._audit)
-        return verify_chain([r.record() for r in rows])
+        return verify_chain([_ROW(r).record() for r in rows])
 
     async def count_events(
         self,
@@ -373,7 +388,7 @@ class MemoryStore(MemoryOutbox):
             self._flush_locked()
             return sum(
                 1
-                for r in self._audit
+                for r in map(_ROW, self._audit)
                 if r.event == event
                 and r.tool == tool
                 and r.at >= iso_utc(since)
@@ -398,11 +413,22 @@ class MemoryStore(MemoryOutbox):
         if self._closed:
             raise StoreError(f"store {self.url} is closed")
 
+    def sealed_rows(self) -> list[SealedRow]:
+        """Every audit row as stored (queued events sealed first): for tests that look at
+        the stored text itself."""
+        with self._lock:
+            self._flush_locked()
+            return list(map(_ROW, self._audit))
+
+    def _head_locked(self) -> tuple[int, str]:
+        if not self._audit:
+            return 0, GENESIS_HASH
+        last = self._audit[-1]
+        return last[_SEQ], last[_HASH]
+
     def _append_locked(self, events: list[AuditEvent]) -> None:
-        last_seq, last_hash = (
-            (self._audit[-1].seq, self._audit[-1].hash) if self._audit else (0, GENESIS_HASH)
-        )
-        self._audit.extend(seal_rows(events, last_seq, last_hash))
+        last_seq, last_hash = self._head_locked()
+        self._audit.extend(map(tuple, seal_rows(events, last_seq, last_hash)))
 
     def _store_grants_locked(self, grants: Sequence[Grant]) -> None:
         for grant in grants:
