@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import base64
-import secrets
+import os
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,7 +38,33 @@ def new_id(prefix: str) -> str:
         # 48 bits in 8 characters, the first of them "-" (0) until 2109: left out
         stamp = _b64(ms.to_bytes(6, "big")).translate(_ORDERED)[1:].decode("ascii")
         _last_stamp = (ms, stamp)
-    return f"{prefix}_{stamp}{secrets.token_urlsafe(12)}"
+    try:
+        tail = _random_parts.popleft()
+    except IndexError:
+        tail = _refill()
+    return f"{prefix}_{stamp}{tail}"
+
+
+# The 96 random bits of an id: 16 characters of URL-safe base64, as secrets.token_urlsafe(12)
+# gives them, cut from one os.urandom read per 256 ids. os.urandom lets go of the GIL for its
+# system call, and on a busy gate each such release hands the GIL to another thread — the
+# store's writer, an audit batch — and waits to get it back: one read per id cost a guarded
+# call more in that wait than the read itself (docs/benchmarks.md, round 9). The parts are
+# handed out once each (deque.popleft is atomic; a thread refilling keeps its first part for
+# itself), and a forked child starts with none: it never repeats its parent's ids.
+_RANDOM_BLOCK = 256
+_random_parts: deque[str] = deque()
+
+
+def _refill() -> str:
+    text = _b64(os.urandom(12 * _RANDOM_BLOCK)).decode("ascii")  # 12 bytes: 16 characters
+    parts = [text[i : i + 16] for i in range(0, 16 * _RANDOM_BLOCK, 16)]
+    first = parts.pop()
+    _random_parts.extend(parts)
+    return first
+
+
+os.register_at_fork(after_in_child=_random_parts.clear)
 
 
 _time_ns = time.time_ns
