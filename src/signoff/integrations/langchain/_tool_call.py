@@ -45,7 +45,7 @@ def tool_flow(s: Settings, request: ToolCallRequest) -> Flow[ToolResult]:
         if seen.request_id is not None and s.mode == "blocking":  # hold_ungated
             yield Io(s.gate.await_request(seen.request_id), waits=True)
         result = yield Next(request)
-        s.gate.record_execution(ToolCall(call["name"], call["args"], id=call_id), seen.ctx)
+        _count(s, call["name"], call["args"], call_id, seen)
         return result  # type: ignore[no-any-return]
     assert seen.request_id is not None
     req = s.snapshots.decided(seen.request_id)
@@ -94,11 +94,18 @@ def _run_reviewed(
     # leaves "executing" for a human to reconcile, never a re-run. The model step that
     # follows settles it (a return_direct tool ends the run: settled here).
     yield Io(s.gate.afinish(req.id, call_id, error=error), later=not _ends_run(request))
-    s.gate.record_execution(ToolCall(call["name"], final, id=call_id), seen.ctx)
+    _count(s, call["name"], final, call_id, seen)
     if edited and s.edit_notice:
         shown = mask(final, s.gate.policy.secret_keys)  # the model never reads a secret back
         return msgs.with_edit_notice(result, call["id"] or "", call["name"], shown, s.edit_notice)
     return result  # type: ignore[no-any-return]
+
+
+def _count(s: Settings, name: str, args: Any, call_id: str, seen: Reviewed) -> None:
+    """Count an executed call for the policy's rate limits (a ``ToolCall`` only for a tool
+    that has one: most have none)."""
+    if s.gate.counts_executions(name):
+        s.gate.record_execution(ToolCall(name, args, id=call_id), seen.ctx)
 
 
 def _ends_run(request: ToolCallRequest) -> bool:

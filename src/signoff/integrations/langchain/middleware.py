@@ -31,9 +31,11 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
 from langgraph.types import Command
 
 from signoff.gate import Gate
+from signoff.integrations.langchain import _hooks
 from signoff.integrations.langchain._effects import adrive, drive
 from signoff.integrations.langchain._messages import DEFAULT_EDIT_NOTICE
 from signoff.integrations.langchain._model_step import ModelResult, SetupError, model_flow
@@ -191,6 +193,12 @@ class SignoffMiddleware(HumanInTheLoopMiddleware[AgentState[Any], Any, Any]):
         return f"<SignoffMiddleware mode={self.mode} policy={self.gate.policy!r}>"
 
 
+# LangChain inspects each hook's signature at every call (see _hooks): make that free.
+_hooks.install(
+    SignoffMiddleware, ("wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call")
+)
+
+
 def _resolve_gate(
     interrupt_on: InterruptOn | Gate | str | os.PathLike[str] | None,
     gate: Gate | None,
@@ -266,8 +274,6 @@ def _local(gate: Any) -> Gate:
 
 
 def _config() -> RunnableConfig:
-    from langgraph.config import get_config
-
     try:
         return get_config()
     except RuntimeError:  # called outside a graph (unit tests of a handler)
