@@ -130,14 +130,10 @@ class LeanHTTP:
         body = json.dumps({"jsonrpc": "2.0", "id": request_id, **data}).encode()
         modern = headers.get("mcp-protocol-version") in MODERN_PROTOCOL_VERSIONS
         try:
+            if timeout is None:  # no cancel scope to enter and leave on every relayed call
+                return await self._relay(http, body, headers, request_id, progress)
             with anyio.fail_after(timeout):
-                plain = self.plain
-                if plain is not None:
-                    try:
-                        return await self._post_plain(plain, body, headers, request_id, progress)
-                    except _Redirected:  # not run: httpx follows what the SDK would follow
-                        self.plain = None
-                return await self._post(http, body, headers, request_id, progress)
+                return await self._relay(http, body, headers, request_id, progress)
         except TimeoutError:
             await self._cancelled(session, request_id, modern, "timed out")
             raise MCPError(
@@ -148,6 +144,22 @@ class LeanHTTP:
             raise
         except (httpx2.TransportError, WireError) as exc:
             raise MCPError(code=types.CONNECTION_CLOSED, message=f"HTTP: {exc}") from None
+
+    async def _relay(
+        self,
+        http: httpx2.AsyncClient,
+        body: bytes,
+        headers: dict[str, str],
+        request_id: str,
+        progress: ProgressFn | None,
+    ) -> dict[str, Any]:
+        plain = self.plain
+        if plain is not None:
+            try:
+                return await self._post_plain(plain, body, headers, request_id, progress)
+            except _Redirected:  # not run: httpx follows what the SDK would follow
+                self.plain = None
+        return await self._post(http, body, headers, request_id, progress)
 
     async def _post_plain(
         self,

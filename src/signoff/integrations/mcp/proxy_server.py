@@ -10,7 +10,7 @@ client declared, which is what the proxy declares to them — and ``server/disco
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,6 +19,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff import __version__
@@ -138,10 +139,12 @@ def build_proxy(
             instructions=INSTRUCTIONS,
         )
 
-    def input_schema(name: str) -> Mapping[str, Any] | None:
+    def listed_schema(name: str) -> Mapping[str, Any] | None:
         """From the listing cache: a 2026 HTTP ``tools/call`` costs no extra listing."""
         shared = live[-1].sessions.get(SHARED) if live else None
         return shared.pool.input_schema(name) if shared is not None else None
+
+    input_schema = HeaderSchemas(listed_schema)
 
     server: Server[SessionHub] = Server(
         opts.name,
@@ -158,6 +161,37 @@ def build_proxy(
     server.middleware.append(_SessionOnInitialize())
     server.middleware.append(sealed.boundary)
     return server
+
+
+class HeaderSchemas:
+    """The SDK's ``get_tool_input_schema``: a tool's input schema where it declares
+    ``Mcp-Param-*`` headers, None at once where it declares none.
+
+    On every 2026-07-28 HTTP ``tools/call`` with arguments the SDK checks the request's
+    ``Mcp-Param-*`` headers against the called tool's schema — two walks over the schema and
+    a pass over the request's headers. A schema without a valid ``x-mcp-header`` annotation
+    validates nothing (the SDK's own rule: an invalid annotation disables the check, as
+    conforming clients drop such tools), so answering None for it changes no outcome; the
+    answer is kept per tool for as long as the listing holds the same schema object.
+    """
+
+    def __init__(self, lookup: Callable[[str], Mapping[str, Any] | None]) -> None:
+        self._lookup = lookup
+        self._known: dict[str, tuple[Mapping[str, Any], bool]] = {}
+
+    def __call__(self, name: str) -> Mapping[str, Any] | None:
+        schema = self._lookup(name)
+        if schema is None:
+            return None
+        known = self._known.get(name)
+        if known is None or known[0] is not schema:  # a new listing: judge its schema again
+            known = self._known[name] = (schema, declares_headers(schema))
+        return schema if known[1] else None
+
+
+def declares_headers(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` has ``x-mcp-header`` annotations the SDK would check."""
+    return find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))
 
 
 async def _proxy(ctx: Ctx) -> ApprovalProxy:
