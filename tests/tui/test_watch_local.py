@@ -48,6 +48,24 @@ async def test_lists_pending_and_follows_new_requests_live(
         assert row_text(app, second.id)[8] == "waiting for others"  # bob is not in ops
 
 
+async def test_a_tick_or_a_change_while_the_inbox_is_taken_down_is_ignored(
+    agent: Gate, local_gate: CliGate
+) -> None:
+    """The app removes its screens before it stops its timers and workers: a countdown tick
+    (once a second) or a followed change landing in between must not fail the app."""
+    req = ask(agent)
+    app = make_app(local_gate)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: app.table.row_count == 1, "listed")
+        await app.table.remove()  # as the app's shutdown does
+        assert app.live_table() is None
+        app.tick()
+        app.show(req)
+        app.redraw()
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
+
+
 async def test_y_approves_and_the_request_leaves_with_a_note(
     agent: Gate, local_gate: CliGate
 ) -> None:

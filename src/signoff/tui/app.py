@@ -177,7 +177,9 @@ class WatchApp(App[None]):
             self.note(f"{req.id} {tool}: {menu.left_note(req)}")
 
     def redraw(self) -> None:
-        table = self.table
+        table = self.live_table()
+        if table is None:  # the inbox is being taken down (the app is closing)
+            return
         selected = self.selected_id
         table.clear()
         shown = [req for req in self.requests.values() if self._matches(req)]
@@ -192,7 +194,9 @@ class WatchApp(App[None]):
 
     def tick(self) -> None:
         """Redraw the deadline countdowns (once a second)."""
-        table = self.table
+        table = self.live_table()
+        if table is None:  # a tick while the app closes: its screens go before its timers
+            return
         for req in self.requests.values():
             if self._matches(req):
                 try:
@@ -218,6 +222,12 @@ class WatchApp(App[None]):
     def table(self) -> DataTable[Text]:
         found: DataTable[Text] = self.inbox.query_one("#inbox", DataTable)
         return found
+
+    def live_table(self) -> DataTable[Text] | None:
+        """The inbox's table, or None once the inbox's widgets are gone (or not there yet)."""
+        for found in self.inbox.query("#inbox").results(DataTable):
+            return found
+        return None
 
     @property
     def selected_id(self) -> str | None:
