@@ -26,7 +26,13 @@ import itertools
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextlib import (
+    AbstractContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    nullcontext,
+    suppress,
+)
 from typing import Any
 
 import anyio
@@ -129,11 +135,19 @@ class LeanHTTP:
         headers.update(opts.get("headers") or {})
         body = json.dumps({"jsonrpc": "2.0", "id": request_id, **data}).encode()
         modern = headers.get("mcp-protocol-version") in MODERN_PROTOCOL_VERSIONS
+        # no cancel scope to enter and leave on every relayed call without a timeout
+        scope: AbstractContextManager[object] = (
+            nullcontext() if timeout is None else anyio.fail_after(timeout)
+        )
         try:
-            if timeout is None:  # no cancel scope to enter and leave on every relayed call
-                return await self._relay(http, body, headers, request_id, progress)
-            with anyio.fail_after(timeout):
-                return await self._relay(http, body, headers, request_id, progress)
+            with scope:
+                plain = self.plain
+                if plain is not None:
+                    try:
+                        return await self._post_plain(plain, body, headers, request_id, progress)
+                    except _Redirected:  # not run: httpx follows what the SDK would follow
+                        self.plain = None
+                return await self._post(http, body, headers, request_id, progress)
         except TimeoutError:
             await self._cancelled(session, request_id, modern, "timed out")
             raise MCPError(
@@ -144,22 +158,6 @@ class LeanHTTP:
             raise
         except (httpx2.TransportError, WireError) as exc:
             raise MCPError(code=types.CONNECTION_CLOSED, message=f"HTTP: {exc}") from None
-
-    async def _relay(
-        self,
-        http: httpx2.AsyncClient,
-        body: bytes,
-        headers: dict[str, str],
-        request_id: str,
-        progress: ProgressFn | None,
-    ) -> dict[str, Any]:
-        plain = self.plain
-        if plain is not None:
-            try:
-                return await self._post_plain(plain, body, headers, request_id, progress)
-            except _Redirected:  # not run: httpx follows what the SDK would follow
-                self.plain = None
-        return await self._post(http, body, headers, request_id, progress)
 
     async def _post_plain(
         self,
