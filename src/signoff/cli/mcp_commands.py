@@ -319,14 +319,23 @@ def _run(
     import anyio
 
     from signoff.integrations.mcp import serve
-    from signoff.integrations.mcp.serving import Transport
+    from signoff.integrations.mcp.serving import Transport, body_limit_for
 
     if transport not in ("stdio", "http"):
         fail("--transport is stdio or http", 2)
     if transport == "http":
         err.print(f"serving MCP on http://{host}:{port}{path}")
     mode: Transport = "http" if transport == "http" else "stdio"
-    run = partial(serve, server, mode, host=host, port=port, path=path, auth_token=auth_token)
+    run = partial(
+        serve,
+        server,
+        mode,
+        host=host,
+        port=port,
+        path=path,
+        auth_token=auth_token,
+        max_body_bytes=body_limit_for(gate.limits.max_args_bytes),
+    )
     try:
         anyio.run(run, backend_options=_loop_options())
     except KeyboardInterrupt:

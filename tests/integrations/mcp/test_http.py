@@ -307,3 +307,115 @@ async def test_a_2026_client_over_http_gets_list_changed_on_its_listen_stream(
         with anyio.fail_after(30):
             event = await events.__anext__()
     assert isinstance(event, ToolsListChanged)
+
+
+# ---------------------------------------------------------------- request bodies over the limit
+LIMIT = 4 * 1024 * 1024
+
+
+def _stderr_of(running: ProxyProcess) -> str:
+    running.stop()
+    assert running.process.stderr is not None
+    return running.process.stderr.read().decode("utf-8", "replace")
+
+
+@ERAS
+async def test_a_body_over_the_http_limit_gets_an_error_naming_it(
+    config: Path, gate: Gate, mode: str
+) -> None:
+    """Refused before any session or gate work, with a JSON-RPC error the client shows (the
+    SDK's own check answers plain text, which clients show as "Server returned an error
+    response"); the proxy logs it and keeps serving the same session."""
+    running = ProxyProcess(config)
+    try:
+        async with Client(running.url, mode=mode) as client:
+            with pytest.raises(Exception) as caught:
+                await client.call_tool("delete_file", {"path": "x" * (LIMIT + 10)})
+            echoed = await client.call_tool("echo", {"text": "still here"})
+    finally:
+        logged = _stderr_of(running)
+    message = str(caught.value)
+    assert f"over this server's limit of {LIMIT} bytes" in message
+    assert "nothing was run or stored" in message and "limits.max_args_bytes" in message
+    assert "Server returned an error response" not in message
+    assert text_of(echoed) == "still here"
+    assert "refused a request body of" in logged and f"limit of {LIMIT} bytes" in logged
+    assert await gate.alist() == []  # no request was stored
+
+
+async def _initialized(http: httpx.AsyncClient, url: str) -> dict[str, str]:
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+    }
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    opened = await http.post(url, json=hello, headers=headers)
+    assert opened.status_code == 200, opened.text
+    headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+    headers["mcp-protocol-version"] = "2025-06-18"
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, json=done, headers=headers)).status_code == 202
+    return headers
+
+
+async def test_a_chunked_body_over_the_limit_is_counted_and_refused(config: Path) -> None:
+    """No Content-Length to judge by: the body is counted as it arrives."""
+    running = ProxyProcess(config)
+    head = b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", '
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield head + b'"arguments": {"text": "'
+        for _ in range(LIMIT // 65536 + 1):
+            yield b"y" * 65536
+        yield b'"}}}'
+
+    async def small() -> AsyncIterator[bytes]:
+        yield head + b'"arguments": {"text": "chunked but small"}}}'
+
+    try:
+        async with httpx.AsyncClient(timeout=60) as http:
+            headers = await _initialized(http, running.url)
+            big = await http.post(running.url, content=chunks(), headers=headers)
+            fine = await http.post(running.url, content=small(), headers=headers)
+    finally:
+        logged = _stderr_of(running)
+    assert big.status_code == 413
+    answer = big.json()
+    assert answer["id"] is None and answer["error"]["code"] == -32600
+    assert f"more than {LIMIT} bytes (chunked)" in answer["error"]["message"]
+    assert "(chunked)" in logged
+    assert fine.status_code == 200 and "chunked but small" in fine.text, fine.text
+
+
+async def test_the_http_limit_follows_the_policys_max_args_bytes(tmp_path: Path) -> None:
+    """A policy that allows bigger arguments raises the transport's limit with it, so the
+    gate (not the transport) answers a call over the policy's own limit, naming it."""
+    path = tmp_path / "signoff.yaml"
+    path.write_text(
+        "store: sqlite:///signoff.db\nlimits:\n  max_args_bytes: 2000000\n" + POLICY,
+        encoding="utf-8",
+    )
+    running = ProxyProcess(path)
+    try:
+        async with Client(running.url, mode="legacy") as client:
+            result = await client.call_tool("echo", {"text": "z" * (LIMIT + 100)})
+    finally:
+        running.stop()
+    assert result.is_error
+    assert "over limits.max_args_bytes (2000000)" in text_of(result)
+
+
+def test_body_limit_for_covers_the_policys_arguments() -> None:
+    from signoff.integrations.mcp.serving import body_limit_for
+
+    assert body_limit_for(262_144) == LIMIT  # the default policy: the SDK's 4 MiB
+    assert body_limit_for(2_000_000) == 3 * 2_000_000 + 65536

@@ -3,12 +3,16 @@
 Stopping is orderly on both: SIGTERM or SIGINT cancels the requests in flight — a held
 call's request is withdrawn (audited) rather than left pending until its deadline — and
 then the process exits. Over HTTP, ``auth_token`` requires ``Authorization: Bearer …`` on
-every request (compared in constant time), on top of the SDK's Host/Origin checks.
+every request (compared in constant time), on top of the SDK's Host/Origin checks, and a
+request body over ``max_body_bytes`` is refused with a JSON-RPC error that names the limit
+(:class:`BodyLimit`).
 """
 
 from __future__ import annotations
 
 import hmac
+import json
+import logging
 import os
 import signal
 import stat
@@ -16,9 +20,12 @@ from typing import Any, Literal, cast
 
 import anyio
 from mcp.server import Server
-from starlette.types import ASGIApp, Receive, Scope, Send
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 Transport = Literal["stdio", "http"]
+
+log = logging.getLogger("signoff.mcp")
 
 #: Seconds uvicorn waits for open streams (held calls) after a stop signal before it
 #: cancels them; their requests are withdrawn either way.
@@ -33,6 +40,7 @@ async def serve(
     port: int = 8767,
     path: str = "/mcp",
     auth_token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
 ) -> None:
     """Run ``server`` until the client goes away (stdio) or the process is stopped."""
     if transport == "stdio":
@@ -40,7 +48,12 @@ async def serve(
         return
     import uvicorn
 
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=path, host=host)
+    app: ASGIApp = BodyLimit(
+        server.streamable_http_app(
+            streamable_http_path=path, host=host, max_request_body_size=max_body_bytes
+        ),
+        max_body_bytes,
+    )
     if auth_token is not None:
         app = BearerAuth(app, auth_token)
     config = uvicorn.Config(
@@ -145,3 +158,94 @@ async def _unauthorized(send: Send) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def body_limit_for(max_args_bytes: int) -> int:
+    """The HTTP body limit that lets through every call the policy's ``limits.max_args_bytes``
+    allows (a client's JSON may spell a character in up to 3x its canonical bytes, as
+    ``\\ud83d\\ude00``), and never less than the SDK's 4 MiB: a call over the policy's limit
+    still reaches the gate, which refuses it naming that limit and the argument."""
+    return max(DEFAULT_MAX_REQUEST_BODY_SIZE, 3 * max_args_bytes + 65536)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is answered 413 with a JSON-RPC
+    error that says so (MCP clients show a JSON-RPC error's message; the SDK's own check
+    answers plain text, which they show as "Server returned an error response"), and the
+    refusal is logged. Nothing reaches the server: no session, no gate, no request stored.
+
+    A body with a ``Content-Length`` is judged by it (the HTTP server never reads past it);
+    a chunked one is counted as it arrives and replayed to the app when it ends in time."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None:
+            if declared > self.limit:
+                await self._refuse(scope, send, f"{declared} bytes")
+                return
+            await self.app(scope, receive, send)
+            return
+        buffered: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            buffered.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self.limit:
+                await self._refuse(scope, send, f"more than {self.limit} bytes (chunked)")
+                return
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return buffered.pop(0) if buffered else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, send: Send, size: str) -> None:
+        client = scope.get("client")
+        who = f"{client[0]}:{client[1]}" if client else "a client"
+        log.warning(
+            "refused a request body of %s from %s: over the MCP HTTP limit of %d bytes",
+            size,
+            who,
+            self.limit,
+        )
+        message = (
+            f"the request body ({size}) is over this server's limit of {self.limit} bytes; "
+            "nothing was run or stored. Tool arguments are limited by the policy's "
+            "limits.max_args_bytes, which also sets this limit (3x it, at least 4 MiB)."
+        )
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers") or ():
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
