@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+from signoff._failing import Failing
 from signoff.channels import DeliveryError, Messenger, Outgoing, Receiver, Target
 from signoff.channels.config import ChannelsConfig, parse
 from signoff.channels.outbox import Planner
@@ -185,6 +186,7 @@ class Delivery:
 
     async def _loop_until_stopped(self, names: Sequence[str]) -> None:
         assert self._wake is not None
+        failing = Failing(log, "delivery pass")
         while not self._stopping:
             self._wake.clear()
             try:
@@ -192,9 +194,11 @@ class Delivery:
                 if room > 0 and await self._claim_into_tasks(names, room) >= room:
                     continue  # maybe more is due
                 nxt = await self.outbox.next_outbox_at(names)
-            except Exception:
-                log.exception("delivery pass failed; retrying")
+            except Exception as exc:
+                failing.failed(exc)
                 nxt = None
+            else:
+                failing.worked()
             delay = self.settings.poll_s
             if nxt is not None:
                 delay = max(0.0, min(delay, (nxt - utcnow()).total_seconds()))

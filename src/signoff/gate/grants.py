@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from signoff._failing import Failing
 from signoff.gate.checking import CheckState
 from signoff.model import (
     PolicyError,
@@ -83,6 +84,7 @@ class GrantCache:
         self._by_key: dict[tuple[str | None, ...], list[tuple[Grant, GrantCondition]]] = {}
         self.version: int | None = None
         self._task: asyncio.Future[None] | None = None
+        self.refresh_failing = Failing(log, "refreshing grants")
 
     def __len__(self) -> int:
         return len(self._grants)
@@ -172,8 +174,10 @@ class GrantCache:
             await asyncio.sleep(REFRESH_S)
             try:
                 await self.refresh_if_changed(store)
-            except Exception:
-                log.exception("refreshing grants failed; keeping the ones loaded")
+            except Exception as exc:
+                self.refresh_failing.failed(exc, retrying="keeping the ones loaded")
+            else:
+                self.refresh_failing.worked()
 
     async def stop(self) -> None:
         task = self._task

@@ -13,6 +13,7 @@ from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from signoff._failing import Failing
 from signoff.model import ApprovalRequest, RequestQuarantined, utcnow
 from signoff.model.resolution import Transition, due_transition
 
@@ -42,6 +43,8 @@ class Sweeper:
         # When the loop looks next, while it sleeps; None while a pass runs (poke always).
         self._wake_at: datetime | None = None
         self._reported: set[str] = set()
+        self.pass_failing = Failing(log, "sweeper pass")
+        self.grants_failing = Failing(log, "noting expired grants")
 
     async def sweep(self) -> int:
         """Expire or escalate every due request once; returns how many changed. Grants that
@@ -49,8 +52,10 @@ class Sweeper:
         try:
             for grant in await self.gate.store.note_expired_grants(utcnow()):
                 self.gate.grant_cache.drop(grant.id)
-        except Exception:
-            log.exception("noting expired grants failed; retrying next pass")
+        except Exception as exc:
+            self.grants_failing.failed(exc, retrying="retrying next pass")
+        else:
+            self.grants_failing.worked()
         changed = 0
         failed: set[str] = set()
         while True:
@@ -105,9 +110,11 @@ class Sweeper:
             try:
                 await self.sweep()
                 nxt = await self.gate.store.next_due_at()
-            except Exception:
-                log.exception("sweeper pass failed; retrying")
+            except Exception as exc:
+                self.pass_failing.failed(exc)
                 nxt = None
+            else:
+                self.pass_failing.worked()
             delay = self.interval
             now = utcnow()
             if nxt is not None:

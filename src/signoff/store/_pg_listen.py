@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from signoff._failing import Failing
 from signoff.model import StoreError
 from signoff.store._pg_conn import Connections
 
@@ -74,6 +75,7 @@ class Listener:
         self._on_recheck = on_recheck
         self._recheck_s = recheck_s
         self._connected = asyncio.Event()
+        self._failing = Failing(log, "LISTEN connection", level=logging.WARNING)
         self._task: asyncio.Task[None] | None = None
         self._conn: psycopg.AsyncConnection[tuple[object, ...]] | None = None
         self.connects = 0
@@ -120,10 +122,10 @@ class Listener:
                 raise
             except (psycopg.Error, StoreError) as exc:
                 self.last_error = (str(exc).strip().splitlines() or [repr(exc)])[0]
-                log.warning("LISTEN connection lost; reconnecting", extra={"error": exc})
+                self._failing.failed(exc, retrying="reconnecting", traceback=False)
             except Exception as exc:
                 self.last_error = repr(exc)
-                log.exception("LISTEN loop failed; reconnecting")
+                self._failing.failed(exc, retrying="reconnecting")
             finally:
                 self._connected.clear()
                 await self._close()
@@ -140,6 +142,7 @@ class Listener:
         self.connects += 1
         self._connected.set()
         self.last_error = None
+        self._failing.worked()
         await self._on_connected(first)
         while True:
             async for notify in conn.notifies(timeout=self._recheck_s):

@@ -16,6 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 
+from signoff._failing import Failing
 from signoff.store._sqlite_wake import Doorbell
 
 log = logging.getLogger("signoff.store")
@@ -87,6 +88,7 @@ class DataVersionWatcher:
         # Bound before the first look: a commit after that look rings us.
         self.doorbell_works = self._doorbell is not None and self._doorbell.listen() is not None
         last: int | None = None  # None: look once at start, a commit may predate our first read
+        failing = Failing(log, "data_version watcher's read")
         while True:
             with self._lock:
                 if self._stop.is_set() or not self._wanted():
@@ -99,8 +101,10 @@ class DataVersionWatcher:
                     self._on_change(conn, last is None)
                     self.changes += 1
                     last = version
-            except Exception:
-                log.exception("data_version watcher failed to read; retrying")
+            except Exception as exc:
+                failing.failed(exc)
+            else:
+                failing.worked()
             if self._sleep():
                 self._idle()
                 return
