@@ -237,11 +237,13 @@ def _transport(url: str, http: Any) -> Any:
     return streamable_http_client(url, http_client=http)
 
 
-def run_http_upstream(query: str = "") -> Iterator[str]:
-    """The test upstream over streamable HTTP in its own process; yields its URL."""
+def run_http_upstream(query: str = "", *, script: Path | None = None) -> Iterator[str]:
+    """The test upstream (or ``script``, run as ``script PORT``) over streamable HTTP in its
+    own process; yields its URL."""
     port = free_port()
+    command = [str(UPSTREAM), "--http", str(port)] if script is None else [str(script), str(port)]
     process = subprocess.Popen(
-        [sys.executable, str(UPSTREAM), "--http", str(port)],
+        [sys.executable, *command],
         cwd=ROOT,
         stderr=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

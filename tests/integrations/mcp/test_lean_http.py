@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,10 +15,12 @@ import pytest
 
 from signoff import Gate
 from signoff.integrations.mcp import UpstreamSpec
-from signoff.integrations.mcp.wire import PlainHTTP, WireError
+from signoff.integrations.mcp.wire import Event, PlainHTTP, WireError
 from signoff.store import MemoryStore
 from tests.integrations.mcp.conftest import ERAS, abandon_when, make_policy, proxied, text_of, until
 from tests.integrations.mcp.test_http import run_http_upstream
+
+POLLING = Path(__file__).with_name("polling_upstream.py")
 
 UPSTREAM_ERAS = pytest.mark.parametrize(
     "upstream_mode", ["auto", "legacy"], ids=["up-2026", "up-2025"]
@@ -158,6 +161,79 @@ class Loopback:
         writer.close()
 
 
+@pytest.fixture
+def polling_upstream() -> Iterator[str]:
+    yield from run_http_upstream(script=POLLING)
+
+
+@pytest.fixture(params=["plain", "httpx"])
+def wire(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The lean leg's two HTTP clients: its own HTTP/1.1 wire (http:// URLs) and httpx (TLS,
+    proxies), which the test forces by refusing the plain one."""
+    if request.param == "httpx":
+        monkeypatch.setattr(PlainHTTP, "usable_for", classmethod(lambda cls, url: None))
+    return str(request.param)
+
+
+POLLING_POLICY = """
+version: 1
+tools:
+  "*": {default: allow}
+"""
+
+
+@UPSTREAM_ERAS
+async def test_a_stream_the_upstream_closes_before_the_answer_is_resumed(
+    polling_upstream: str, upstream_mode: str, wire: str
+) -> None:
+    """An upstream that polls (closes the call's stream after its priming event, answers
+    later) gets a GET with Last-Event-ID, as the SDK's own client sends: the answer arrives
+    and the tool ran once. Before, the proxy called the upstream gone and restarted it."""
+    gate = Gate(make_policy(POLLING_POLICY), MemoryStore())
+    spec = UpstreamSpec("", polling_upstream)
+    try:
+        async with proxied(gate, None, specs=[spec], upstream_mode=upstream_mode) as client:
+            result = await client.call_tool("closes_stream", {"text": "once"})
+            ran = await client.call_tool("ran_calls", {})
+            replays = await client.call_tool("replays", {})
+    finally:
+        await gate.aclose()
+    assert not result.is_error, text_of(result)
+    assert text_of(result) == "answered after the gap: once"
+    assert ran.structured_content == {"result": ["once"]}
+    # resumed once, not re-run (at 2026-07-28 the SDK's server keeps the stream open: no
+    # priming, nothing to resume — the call is answered on its stream)
+    assert replays.structured_content == {"result": 1 if upstream_mode == "legacy" else 0}
+
+
+async def test_a_stream_that_cannot_be_resumed_is_a_lost_connection_not_a_rerun(
+    polling_upstream: str, wire: str
+) -> None:
+    """The upstream forgot the stream's events: the resumed stream ends with nothing new,
+    twice, and the call is reported as possibly run — never sent again."""
+    gate = Gate(make_policy(POLLING_POLICY), MemoryStore())
+    spec = UpstreamSpec("", polling_upstream)
+    try:
+        async with proxied(gate, None, specs=[spec], upstream_mode="legacy") as client:
+            result = await client.call_tool("loses_stream", {"text": "lost"})
+            # the proxy reconnects to the upstream it took for gone: ask once it is back
+            answers: list[types.CallToolResult] = []
+
+            async def reconnected() -> bool:
+                answers.append(await client.call_tool("ran_calls", {}))
+                return not answers[-1].is_error
+
+            await until(reconnected)
+            ran = answers[-1]
+            replays = await client.call_tool("replays", {})
+    finally:
+        await gate.aclose()
+    assert result.is_error
+    assert "may or may not have completed" in text_of(result)
+    assert ran.structured_content == {"result": ["lost"]}
+    assert replays.structured_content == {"result": 2}  # two attempts, then given up
+
+
 def chunked(*parts: bytes) -> bytes:
     return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
 
@@ -175,7 +251,30 @@ async def test_sse_events_split_across_chunks_are_read_whole() -> None:
         async with plain.post(b"{}", {"content-type": "application/json"}) as answer:
             events = [event async for event in answer.events(1024)]
         await plain.aclose()
-    assert events == [("message", '{"a":\n1}'), ("message", "two")]
+    assert events == [Event("message", '{"a":\n1}'), Event("message", "two")]
+
+
+async def test_sse_ids_and_retry_are_read_for_resuming() -> None:
+    """A priming event (an id, a retry, empty data) is an event; an id with NUL and a retry
+    that is not a number are ignored, as the SSE spec says."""
+    stream = (
+        b"id: 7\nretry: 50\ndata:\n\n"  # the SDK's priming event
+        b"id: 8\ndata: one\n\n"
+        b"id: 9\x00\nretry: soon\ndata: two\n\n"
+        b"id: 10\n\n"  # only an id: no data, still an event for its id
+        b": a comment only\n\n"
+    )
+    async with Loopback([SSE_HEAD + chunked(stream)]) as url:
+        plain = PlainHTTP(url)
+        async with plain.post(b"{}", {}) as answer:
+            events = [event async for event in answer.events(1024)]
+        await plain.aclose()
+    assert events == [
+        Event("message", "", "7", 50),
+        Event("message", "one", "8"),
+        Event("message", "two"),
+        Event("message", "", "10"),
+    ]
 
 
 async def test_an_sse_event_over_the_limit_is_an_error_not_a_truncation() -> None:
@@ -257,7 +356,7 @@ async def test_an_sse_stream_left_open_after_the_answer_is_closed_not_reused() -
     async with loopback as url:
         plain = PlainHTTP(url)
         async with plain.post(b"{}", {}) as answer:
-            assert [e async for e in _first(answer.events(1024))] == [("message", '{"id": 1}')]
+            assert [e async for e in _first(answer.events(1024))] == [Event("message", '{"id": 1}')]
             assert not await answer.finish(0.05)
         assert plain._idle == []
         await plain.aclose()

@@ -18,6 +18,12 @@ Errors keep the SDK's meaning, so :mod:`.pool` handles both paths alike: a JSON-
 is raised as :class:`MCPError`, a lost connection as ``CONNECTION_CLOSED``, a timeout as
 ``REQUEST_TIMEOUT``; a cancelled call closes its stream (the 2026-07-28 cancellation) and,
 at 2025-11-25, also sends ``notifications/cancelled``.
+
+A call's SSE stream that ends before its answer is resumed as the SDK's client resumes it:
+when the stream gave an event ``id``, a ``GET`` with ``Last-Event-ID`` after the server's
+``retry`` interval (1 s when it gave none) picks it up where it stopped — what a server
+that polls (closes the stream after its priming event while a long call runs) expects. A
+stream without an id, or two failed reconnections in a row, is a lost connection.
 """
 
 from __future__ import annotations
@@ -39,14 +45,19 @@ import anyio
 import httpx2
 import mcp_types as types
 from mcp.client._transport import TransportStreams
-from mcp.client.streamable_http import StreamableHTTPTransport
+from mcp.client.streamable_http import (
+    DEFAULT_RECONNECTION_DELAY_MS,
+    LAST_EVENT_ID,
+    MAX_RECONNECTION_ATTEMPTS,
+    StreamableHTTPTransport,
+)
 from mcp.shared._context_streams import ContextSendStream, create_context_streams
 from mcp.shared._httpx_utils import create_mcp_http_client, stream_within_origin
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from signoff.integrations.mcp.wire import Answer, PlainHTTP, WireError
+from signoff.integrations.mcp.wire import Answer, Event, PlainHTTP, WireError
 
 log = logging.getLogger("signoff.mcp")
 
@@ -142,12 +153,21 @@ class LeanHTTP:
         try:
             with scope:
                 plain = self.plain
+                resume = _Resume()
+                found: dict[str, Any] | None = None
                 if plain is not None:
                     try:
-                        return await self._post_plain(plain, body, headers, request_id, progress)
+                        found = await self._post_plain(
+                            plain, body, headers, request_id, progress, resume
+                        )
                     except _Redirected:  # not run: httpx follows what the SDK would follow
                         self.plain = None
-                return await self._post(http, body, headers, request_id, progress)
+                        found = await self._post(http, body, headers, request_id, progress, resume)
+                else:
+                    found = await self._post(http, body, headers, request_id, progress, resume)
+                if found is None:  # the stream ended before the answer
+                    found = await self._resumed(http, transport, request_id, progress, resume)
+                return found
         except TimeoutError:
             await self._cancelled(session, request_id, modern, "timed out")
             raise MCPError(
@@ -166,7 +186,8 @@ class LeanHTTP:
         headers: dict[str, str],
         request_id: str,
         progress: ProgressFn | None,
-    ) -> dict[str, Any]:
+        resume: _Resume,
+    ) -> dict[str, Any] | None:
         async with plain.post(body, headers) as answer:
             status = answer.status
             kind = answer.headers.get("content-type", "").lower()
@@ -181,14 +202,15 @@ class LeanHTTP:
             if kind.startswith("application/json"):
                 return _answer(json.loads(await answer.body(MAX_JSON_BYTES)), request_id)
             if kind.startswith("text/event-stream"):
-                async for event, data in answer.events(self.max_event_size):
-                    if event != "message" or not data:
+                async for event in answer.events(self.max_event_size):
+                    resume.saw(event)
+                    if event.event != "message" or not event.data:
                         continue
-                    found = await self._on_message(json.loads(data), request_id, progress)
+                    found = await self._on_message(json.loads(event.data), request_id, progress)
                     if found is not None:
                         await self._keep_alive(answer)
                         return found
-                raise _no_answer()
+                return None
             raise MCPError(code=types.INVALID_REQUEST, message=f"Unexpected content type: {kind}")
 
     async def _keep_alive(self, answer: Answer) -> None:
@@ -205,7 +227,8 @@ class LeanHTTP:
         headers: dict[str, str],
         request_id: str,
         progress: ProgressFn | None,
-    ) -> dict[str, Any]:
+        resume: _Resume,
+    ) -> dict[str, Any] | None:
         async with stream_within_origin(
             http, "POST", self.url, content=body, headers=headers
         ) as response:
@@ -222,20 +245,78 @@ class LeanHTTP:
             if kind.startswith("application/json"):
                 return _answer(json.loads(await response.aread()), request_id)
             if kind.startswith("text/event-stream"):
-                return await self._events(response, request_id, progress)
+                return await self._events(response, request_id, progress, resume)
             raise MCPError(code=types.INVALID_REQUEST, message=f"Unexpected content type: {kind}")
 
     async def _events(
-        self, response: httpx2.Response, request_id: str, progress: ProgressFn | None
-    ) -> dict[str, Any]:
+        self,
+        response: httpx2.Response,
+        request_id: str,
+        progress: ProgressFn | None,
+        resume: _Resume,
+    ) -> dict[str, Any] | None:
         """Read the call's SSE stream to its answer: progress relayed, anything else handed
-        to the SDK's session (an upstream's request to the client, a log line…)."""
+        to the SDK's session (an upstream's request to the client, a log line…); None when
+        the stream ends first."""
         async for event in httpx2.EventSource(response, max_event_size=self.max_event_size):
+            resume.saw(event)
             if event.event != "message" or not event.data:
                 continue  # a priming event (resumability), or an unknown kind
             found = await self._on_message(json.loads(event.data), request_id, progress)
             if found is not None:
                 return found
+        return None
+
+    async def _resumed(
+        self,
+        http: httpx2.AsyncClient,
+        transport: StreamableHTTPTransport,
+        request_id: str,
+        progress: ProgressFn | None,
+        resume: _Resume,
+    ) -> dict[str, Any]:
+        """The answer of a call whose stream ended first, from ``GET`` + ``Last-Event-ID``
+        (see the module docstring); raises the lost connection when it cannot be resumed.
+
+        A resumed stream that ends again is resumed again while it moves on (gives a new
+        event id, as a polling server's re-primed stream does). One that ends with nothing
+        new counts as a failed attempt, like a refused GET or a lost connection: the SDK's
+        client would ask for ever when the server no longer knows the id."""
+        failures = 0
+        while resume.last_id is not None:
+            delay_ms = resume.retry_ms
+            await anyio.sleep(
+                (DEFAULT_RECONNECTION_DELAY_MS if delay_ms is None else delay_ms) / 1e3
+            )
+            before = resume.last_id
+            headers = transport._prepare_headers()
+            headers.pop("content-type", None)  # a GET has no body
+            headers[LAST_EVENT_ID] = before
+            try:
+                async with stream_within_origin(http, "GET", self.url, headers=headers) as response:
+                    kind = response.headers.get("content-type", "").lower()
+                    if response.status_code == 200 and kind.startswith("text/event-stream"):
+                        found = await self._events(response, request_id, progress, resume)
+                        if found is not None:
+                            return found
+                        if resume.last_id != before:
+                            failures = 0
+                            continue
+                        reason = "the resumed stream ended with nothing new"
+                    else:
+                        reason = f"HTTP {response.status_code} ({kind or 'no content type'})"
+            except httpx2.SSEError:
+                raise  # the stream itself is broken: no point asking again
+            except httpx2.TransportError as exc:
+                reason = str(exc) or type(exc).__name__
+            failures += 1
+            log.debug("resuming an upstream call's stream failed: %s", reason)
+            if failures >= MAX_RECONNECTION_ATTEMPTS:
+                raise MCPError(
+                    code=types.CONNECTION_CLOSED,
+                    message="the upstream's stream ended without an answer and could not be "
+                    f"resumed ({reason})",
+                )
         raise _no_answer()
 
     async def _on_message(
@@ -296,6 +377,22 @@ def _answer(message: Any, request_id: str) -> dict[str, Any]:
 
 class _Redirected(Exception):
     """A redirect answered the POST: the call did not run."""
+
+
+class _Resume:
+    """Where a call's SSE stream stands: the last event id it gave, the retry it asked for."""
+
+    __slots__ = ("last_id", "retry_ms")
+
+    def __init__(self) -> None:
+        self.last_id: str | None = None
+        self.retry_ms: int | None = None
+
+    def saw(self, event: Event | httpx2.ServerSentEvent) -> None:
+        if event.id:
+            self.last_id = event.id
+        if event.retry is not None:
+            self.retry_ms = event.retry
 
 
 def _unanswered(status: int) -> MCPError:

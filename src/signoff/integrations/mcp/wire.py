@@ -22,6 +22,7 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import anyio
@@ -132,8 +133,9 @@ class Answer:
             _feed(self._parser, data)
         self.complete = True
 
-    async def events(self, max_event_size: int) -> AsyncIterator[tuple[str, str]]:
-        """Server-sent events as ``(event, data)``; data lines joined with newlines."""
+    async def events(self, max_event_size: int) -> AsyncIterator[Event]:
+        """Server-sent events; data lines joined with newlines. A block with only an ``id``
+        or a ``retry`` (a priming event) is an event with empty data."""
         buffer = b""
         async for chunk in self.chunks():
             buffer += chunk
@@ -149,8 +151,19 @@ class Answer:
             yield event
 
 
-def _event(block: bytes) -> tuple[str, str] | None:
+class Event(NamedTuple):
+    """One server-sent event: its type, data, and the ``id`` and ``retry`` it set, if any."""
+
+    event: str
+    data: str
+    id: str | None = None
+    retry: int | None = None
+
+
+def _event(block: bytes) -> Event | None:
     kind, data = "message", []
+    event_id: str | None = None
+    retry: int | None = None
     for line in block.decode("utf-8", errors="replace").splitlines():
         name, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
@@ -158,7 +171,13 @@ def _event(block: bytes) -> tuple[str, str] | None:
             data.append(value)
         elif name == "event":
             kind = value
-    return (kind, "\n".join(data)) if data else None
+        elif name == "id" and "\0" not in value:  # the SSE spec ignores an id with NUL
+            event_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            retry = int(value)
+    if not data and event_id is None and retry is None:
+        return None
+    return Event(kind, "\n".join(data), event_id, retry)
 
 
 class _Connection:
