@@ -234,6 +234,22 @@ async def test_a_stream_that_cannot_be_resumed_is_a_lost_connection_not_a_rerun(
     assert replays.structured_content == {"result": 2}  # two attempts, then given up
 
 
+def test_an_event_id_that_cannot_be_a_header_leaves_nothing_to_resume() -> None:
+    """An upstream's id goes back in ``Last-Event-ID``: one with non-ASCII or control
+    characters cannot, so the stream's end is a lost connection, not an encoding error."""
+    from signoff.integrations.mcp.lean import _Resume
+
+    resume = _Resume()
+    resume.saw(Event("message", "", "41", 50))
+    assert (resume.last_id, resume.retry_ms) == ("41", 50)
+    for bad in ("é", "a\x01b", "\u2028"):
+        resume.saw(Event("message", "", "41"))
+        resume.saw(Event("message", "x", bad))
+        assert resume.last_id is None
+    resume.saw(Event("message", "x"))  # no id: the last one stands
+    assert resume.last_id is None and resume.retry_ms == 50
+
+
 def chunked(*parts: bytes) -> bytes:
     return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
 

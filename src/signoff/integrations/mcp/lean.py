@@ -390,7 +390,10 @@ class _Resume:
 
     def saw(self, event: Event | httpx2.ServerSentEvent) -> None:
         if event.id:
-            self.last_id = event.id
+            # an id that cannot be sent back in a header (non-ASCII, control characters)
+            # leaves nothing to resume from: the stream's end is then a lost connection
+            usable = event.id.isascii() and event.id.isprintable()
+            self.last_id = event.id if usable else None
         if event.retry is not None:
             self.retry_ms = event.retry
 
