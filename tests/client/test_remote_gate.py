@@ -22,7 +22,8 @@ from signoff import (
     ToolCall,
 )
 from signoff.client import RemoteGate, Unauthorized
-from signoff.model import ApprovalRequest
+from signoff.client.http import ServerUnavailable
+from signoff.model import ApprovalRequest, SignoffError
 from signoff.server import ServerThread, create_app
 from signoff.store import MemoryStore, SQLiteStore
 from tests.server.conftest import POLICY, Server, start_server
@@ -269,3 +270,15 @@ def test_waiting_survives_a_server_restart(tmp_path: Path) -> None:
             second.stop()
     finally:
         remote.close()
+
+
+def test_a_step_too_big_for_the_server_is_its_413_not_an_unreachable_server(
+    remote: RemoteGate,
+) -> None:
+    """A 10 MB argument: the server's answer names its body limit (before, the client saw a
+    connection reset and reported the server unreachable, after retrying)."""
+    call = ToolCall("delete_file", {"path": "x" * (10 * 1024 * 1024)})
+    with pytest.raises(SignoffError) as caught:
+        remote.submit([call], remote.make_context("erin"))
+    assert not isinstance(caught.value, ServerUnavailable)
+    assert "413" in str(caught.value) and "larger than 1048576 bytes" in str(caught.value)

@@ -155,6 +155,33 @@ def test_a_body_over_1_mib_is_413_in_the_json_shape(quick: Server) -> None:
     }
 
 
+@pytest.mark.parametrize("framing", ["announced", "chunked"])
+def test_a_10_mb_body_is_read_to_its_end_so_the_client_gets_the_413(
+    quick: Server, framing: str
+) -> None:
+    """Answering while the client still sends made its kernel see a reset: the client (a
+    RemoteGate, say) reported the server unreachable instead of the 413. The server reads
+    and drops the rest first, so the whole body goes out and the answer is read."""
+    size = 10 * 1024 * 1024
+    auth = f"Authorization: Bearer {quick.tokens['bot']}".encode()
+    sock = connect(quick)
+    if framing == "announced":
+        sock.sendall(head("POST", "/v1/requests", auth, length=size))
+        sock.sendall(b"[" + b" " * (size - 2) + b"]")  # raised ConnectionResetError before
+    else:
+        sock.sendall(
+            head("POST", "/v1/requests", auth, b"Content-Type: application/json")[:-2]
+            + b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        piece = b" " * 65536
+        sock.sendall(b"1\r\n[\r\n" + b"%x\r\n%s\r\n" % (len(piece), piece) * 160)
+        sock.sendall(b"1\r\n]\r\n0\r\n\r\n")
+    status, headers, body = answer(sock)
+    assert status == 413 and json.loads(body)["error"] == "body_too_large"
+    assert headers["connection"] == "close"
+    assert closed_by_server(sock)
+
+
 def test_event_streams_and_long_polls_are_not_cut_by_the_body_timeout(quick: Server) -> None:
     rid = quick.pending()
     agent = quick.client("bot")

@@ -8,7 +8,11 @@ uvicorn bounds idle keep-alive connections (``serve.keep_alive_timeout``), open 
 as long as the client keeps the socket open. This middleware adds:
 
 * a request head larger than ``serve.max_header_bytes`` → 431;
-* a body larger than 1 MiB (announced, or counted as it arrives) → 413;
+* a body larger than 1 MiB (announced, or counted as it arrives) → 413, sent once the rest
+  of the body has been read and dropped (up to :data:`DRAIN_MAX_BYTES`, within the body
+  timeout): a server that answers and closes while the client is still sending makes the
+  client's kernel see a reset, and the client reports an unreachable server instead of the
+  413 (a 10 MB body did, through ``RemoteGate``);
 * the whole body within ``serve.body_timeout`` seconds, counted from the moment the app
   first reads it (every endpoint reads its body first thing) → else 408. Once the body is
   complete, ``receive`` passes straight through: event streams and long-polls wait on it
@@ -21,6 +25,7 @@ as long as the client keeps the socket open. This middleware adds:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -28,6 +33,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from signoff.server.errors import ApiError, json_error
 
 CLOSE = (b"connection", b"close")
+#: The most of a refused body read (and dropped) so the client can read the 413; beyond it
+#: the connection is closed at once.
+DRAIN_MAX_BYTES = 64 * 1024 * 1024
 
 
 class BodyTimedOut(Exception):
@@ -60,6 +68,8 @@ class ClientLimits:
             return
         announced = _content_length(headers)
         if announced is not None and announced > self.max_body_bytes:
+            if announced <= DRAIN_MAX_BYTES:
+                await _drain(receive, self.body_timeout, announced)
             await _refuse(scope, receive, send, 413, "body_too_large", self._too_big(), "body")
             return
         body = _BodyReader(receive, self.body_timeout, self.max_body_bytes, _expects_body(headers))
@@ -79,6 +89,8 @@ class ClientLimits:
             if started:
                 raise  # too late to answer: uvicorn drops the connection
             if isinstance(exc, BodyTooLarge):
+                if not body.done:
+                    await _drain(receive, self.body_timeout, DRAIN_MAX_BYTES - body.received)
                 await _refuse(scope, receive, send, 413, "body_too_large", self._too_big(), "body")
                 return
             message = (
@@ -92,6 +104,18 @@ class ClientLimits:
 
     def _too_big(self) -> str:
         return f"the request body is larger than {self.max_body_bytes} bytes"
+
+
+async def _drain(receive: Receive, seconds: float, at_most: int) -> None:
+    """Read and drop the rest of a refused body: at most ``at_most`` bytes, for at most
+    ``seconds`` (a client still sending after that is cut off by the close)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            while at_most > 0:
+                message = await receive()
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    return
+                at_most -= len(message.get("body", b""))
 
 
 async def _refuse(
@@ -116,7 +140,7 @@ class _BodyReader:
         self._receive = receive
         self._seconds = seconds
         self._max_bytes = max_bytes
-        self._received = 0
+        self.received = 0
         self._deadline: float | None = None
         self.expects_body = expects_body
         self.done = False
@@ -136,11 +160,11 @@ class _BodyReader:
                 message = await self._receive()
         except TimeoutError:
             raise BodyTimedOut from None
-        self._received += len(message.get("body", b""))
-        if self._received > self._max_bytes:
-            raise BodyTooLarge
+        self.received += len(message.get("body", b""))
         if message["type"] != "http.request" or not message.get("more_body", False):
             self.done = True
+        if self.received > self._max_bytes:
+            raise BodyTooLarge
         return message
 
 
