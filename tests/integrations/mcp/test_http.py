@@ -421,3 +421,31 @@ def test_body_limit_for_covers_the_policys_arguments() -> None:
 
     assert body_limit_for(262_144) == LIMIT  # the default policy: the SDK's 4 MiB
     assert body_limit_for(2_000_000) == 3 * 2_000_000 + 65536
+
+
+@pytest.mark.parametrize("per_session", [False, True])
+async def test_serving_a_one_session_proxy_over_http_says_what_it_shares(
+    per_session: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The Python API's ProxyOptions default serves every client in one session; over HTTP
+    that means one thread (a thread-wide approval covers every client) — said at start."""
+    import uvicorn
+
+    from signoff.integrations.mcp import ProxyOptions, build_proxy, serve
+    from signoff.integrations.mcp.serving import ONE_SESSION_OVER_HTTP
+    from tests.integrations.mcp.upstream import make_upstream
+
+    async def not_listening(self: Any, *args: Any) -> None:
+        return None  # the check runs before uvicorn starts: no socket needed
+
+    monkeypatch.setattr(uvicorn.Server, "serve", not_listening)
+    gate = Gate(make_policy(), MemoryStore())
+    proxy = build_proxy(
+        gate, [UpstreamSpec("", make_upstream()[0])], ProxyOptions(per_session=per_session)
+    )
+    try:
+        await serve(proxy, "http", port=free_port())
+    finally:
+        await gate.aclose()
+    warned = [r for r in caplog.records if r.getMessage() == ONE_SESSION_OVER_HTTP]
+    assert bool(warned) is not per_session

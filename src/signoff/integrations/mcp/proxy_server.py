@@ -31,6 +31,7 @@ from signoff.integrations.mcp.pool import UpstreamPool
 from signoff.integrations.mcp.proxy import ApprovalProxy, ProxyOptions
 from signoff.integrations.mcp.relay import Downstream
 from signoff.integrations.mcp.sealed import SealedStates
+from signoff.integrations.mcp.serving import serves_one_session
 from signoff.integrations.mcp.sessions import SHARED, ProxySession, SessionHub
 from signoff.integrations.mcp.upstreams import UpstreamSpec, check_names
 
@@ -160,6 +161,8 @@ def build_proxy(
     passthrough.register(server)
     server.middleware.append(_SessionOnInitialize())
     server.middleware.append(sealed.boundary)
+    if not opts.per_session:
+        serves_one_session(server)
     return server
 
 

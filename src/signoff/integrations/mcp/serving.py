@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import stat
+import weakref
 from typing import Any, Literal, cast
 
 import anyio
@@ -26,6 +27,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 Transport = Literal["stdio", "http"]
 
 log = logging.getLogger("signoff.mcp")
+
+#: Proxies built to serve every client in one session (``ProxyOptions(per_session=False)``).
+_ONE_SESSION: weakref.WeakSet[Server[Any]] = weakref.WeakSet()
+ONE_SESSION_OVER_HTTP = (
+    "this proxy was built with ProxyOptions(per_session=False): every HTTP client shares one "
+    "session — one thread, so an approval for the whole thread given to one client covers "
+    "every client's calls, and one set of upstream connections. Build it with "
+    "per_session=True, as `signoff mcp-proxy --transport http` does"
+)
+
+
+def serves_one_session(server: Server[Any]) -> None:
+    """Mark ``server`` as serving all its clients in one session (said if served over HTTP)."""
+    _ONE_SESSION.add(server)
+
 
 #: Seconds uvicorn waits for open streams (held calls) after a stop signal before it
 #: cancels them; their requests are withdrawn either way.
@@ -48,6 +64,8 @@ async def serve(
         return
     import uvicorn
 
+    if server in _ONE_SESSION:
+        log.warning(ONE_SESSION_OVER_HTTP)
     app: ASGIApp = BodyLimit(
         server.streamable_http_app(
             streamable_http_path=path, host=host, max_request_body_size=max_body_bytes
