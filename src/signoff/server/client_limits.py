@@ -35,7 +35,7 @@ from signoff.server.errors import ApiError, json_error
 CLOSE = (b"connection", b"close")
 #: The most of a refused body read (and dropped) so the client can read the 413; beyond it
 #: the connection is closed at once.
-DRAIN_MAX_BYTES = 64 * 1024 * 1024
+DRAIN_MAX_BYTES = 16 * 1024 * 1024
 
 
 class BodyTimedOut(Exception):
