@@ -4,6 +4,9 @@ names."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+from pathlib import Path
+
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -13,8 +16,9 @@ from signoff.channels.config import WEBHOOK_EVENTS
 from signoff.channels.discord import DiscordChannel
 from signoff.channels.line import LineChannel
 from signoff.channels.slack import SlackChannel
-from signoff.model import ApprovalRequest, ToolCall
-from signoff.store import AuditQuery, MemoryStore
+from signoff.model import ApprovalRequest, ToolCall, utcnow
+from signoff.model.resolution import Transition
+from signoff.store import AuditQuery, MemoryStore, SQLiteStore
 from tests.channels.conftest import (
     discord_callback,
     discord_click,
@@ -91,3 +95,32 @@ async def test_an_approval_that_grants_is_told_to_webhook_subscribers(
         assert told["type"] == "approval.grant_created"
         assert told["data"]["grant_ids"] == [grant_id]
         assert told["data"]["request_id"] == req.id
+
+
+async def test_a_reattached_request_is_told_to_webhook_subscribers(
+    receiver: Receiver, secrets: dict[str, str], tmp_path: Path
+) -> None:
+    """A restarted agent takes its open request up again: subscribers of ``reattached`` are
+    told (the event's row is stored by the commit that re-attaches; before, nothing queued
+    it, so the advertised event never went out)."""
+    events = ", events: [created, reattached]"
+    db = tmp_path / "signoff.db"
+    async with Gate(hooks_policy(receiver, events), SQLiteStore(db)) as before_restart:
+        req = await submit(before_restart, thread="t-restart")
+        created = receiver.wait_for("/hook")[0].json()
+    async with SQLiteStore(db) as store:  # the first run died long ago: its lease lapsed
+        await store.update_request(req.id, _lease_lapsed)
+    async with Gate(hooks_policy(receiver, events), SQLiteStore(db)) as restarted:
+        again = await submit(restarted, thread="t-restart")
+        told = receiver.wait_for("/hook", 2)[1].json()
+    assert created["type"] == "approval.created"
+    assert again.id == req.id
+    assert told["type"] == "approval.reattached"
+    assert told["data"]["request_id"] == req.id
+
+
+def _lease_lapsed(r: ApprovalRequest) -> Transition:
+    new = r.copy_for_update()
+    new.lease_until = utcnow() - timedelta(seconds=1)
+    new.version += 1
+    return Transition(new)

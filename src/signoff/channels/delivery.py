@@ -131,22 +131,38 @@ class Delivery:
         """Rows for a new request (written by the gate with the request)."""
         return self.planner.created(req, utcnow())
 
-    async def on_change(self, tr: Transition) -> None:
-        """After a committed change: escalation notifies the next group, a chain's new stage
-        its people; resolution cancels pending prompts, updates every sent message and tells
-        event subscribers."""
+    def in_commit(self, tr: Transition) -> list[OutboxItem]:
+        """The rows a change announces that need no read — an escalation's prompts for the
+        next group, a chain's new stage's or a re-routed edit's prompts, events subscribers
+        follow — planned inside the change's transaction and stored by its commit
+        (``Transition.outbox``), so a crash right after the commit cannot lose them. None
+        with the stand-in outbox (the store cannot write them): :meth:`on_change` queues
+        them then."""
+        return self._announced(tr) if self.durable else []
+
+    def _announced(self, tr: Transition) -> list[OutboxItem]:
         req = tr.request
+        now = utcnow()
         items: list[OutboxItem] = []
-        if req.pending and any(e.event == "escalated" for e in tr.events):
-            items += self.planner.escalated(req, utcnow())
         kinds = {e.event for e in tr.events}
+        if req.pending and "escalated" in kinds:
+            items += self.planner.escalated(req, now)
         if req.pending and "edit_rerouted" in kinds:  # asks the new rule's (first) stage
-            items += self.planner.rerouted(req, utcnow())
+            items += self.planner.rerouted(req, now)
         elif req.pending and "stage_started" in kinds:
-            items += self.planner.stage_started(req, utcnow())
+            items += self.planner.stage_started(req, now)
         for told in TOLD_EVENTS:
-            if any(e.event == told for e in tr.events):
-                items += self.planner.told(req, told, utcnow())
+            if told in kinds:
+                items += self.planner.told(req, told, now)
+        return items
+
+    async def on_change(self, tr: Transition) -> None:
+        """After a committed change: what its commit did not store (:meth:`in_commit`), and
+        on resolution pending prompts cancelled and every sent message updated (these read
+        the outbox, so they are queued here, after the commit)."""
+        req = tr.request
+        # nothing stored by the commit: the stand-in outbox, or the planning failed there
+        items = [] if tr.outbox else self._announced(tr)
         if req.terminal:
             await self.outbox.cancel_outbox_for(req.id)
             items += self.planner.resolved(req, await self.outbox.outbox_for(req.id), utcnow())

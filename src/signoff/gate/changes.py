@@ -35,16 +35,29 @@ class Changes:
         self, request_id: str, mutate: Callable[[ApprovalRequest], Transition]
     ) -> Transition:
         """Apply a pure state change in one store transaction (store errors as StoreError)."""
-        try:
+        delivery = self.delivery
+
+        def change(r: ApprovalRequest) -> Transition:
             # Finished calls lose their secrets and audit events get redacted arguments in
-            # the same transaction, whatever the change (model/secrets.py).
-            return await self.store.update_request(
-                request_id, lambda r: sealed(mutate(r), self.redaction)
-            )
+            # the same transaction, whatever the change (model/secrets.py); the messages the
+            # change announces (an escalation's prompts…) are stored in its commit too.
+            tr = sealed(mutate(r), self.redaction)
+            if delivery is not None and tr.changed:
+                try:
+                    tr.outbox.extend(delivery.in_commit(tr))
+                except Exception:  # never the change's failure: queued after it instead
+                    log.exception("planning the notifications of %s failed", request_id)
+            return tr
+
+        try:
+            tr = await self.store.update_request(request_id, change)
         except SignoffError:
             raise
         except Exception as exc:
             raise StoreError(f"store failed while updating {request_id}: {exc}") from exc
+        if tr.outbox and delivery is not None:
+            delivery.poke()  # stored by the commit: send them now
+        return tr
 
     async def queue_notifications(self, tr: Transition) -> None:
         """Escalation notices, message updates and events for a change: queued in the

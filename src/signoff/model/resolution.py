@@ -36,6 +36,7 @@ from signoff.model.errors import (
 )
 from signoff.model.grants import Grant
 from signoff.model.identity import PersonKey, contains_person, person_key, same_person
+from signoff.model.outbox import OutboxItem
 from signoff.model.requests import (
     Action,
     ActionRequest,
@@ -80,6 +81,9 @@ class Transition:
     events: list[AuditEvent] = field(default_factory=list)
     changed: bool = True
     grants: list[Grant] = field(default_factory=list)  # created by this change, same commit
+    #: messages announcing this change (an escalation's prompts, a new stage's…), stored in
+    #: the same commit, so a crash right after it cannot lose them (``gate/changes.py``)
+    outbox: list[OutboxItem] = field(default_factory=list)
 
 
 def _event(

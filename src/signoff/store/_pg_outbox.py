@@ -50,6 +50,13 @@ CREATE_CTE = f"""ob AS (
     FROM ins, json_to_recordset(%(outbox)s::json) AS {RECORD}
     ON CONFLICT (id) DO NOTHING)"""
 
+# The same rows written by an update's statement, only when its conditional UPDATE matched.
+UPDATE_CTE = f"""ob AS (
+    INSERT INTO {{s}}.outbox ({COLUMNS})
+    SELECT {_qualified("x")}
+    FROM u, json_to_recordset(%(outbox)s::json) AS {RECORD}
+    ON CONFLICT (id) DO NOTHING)"""
+
 _INSERT = f"""
 INSERT INTO {{s}}.outbox ({COLUMNS})
 SELECT {COLUMNS} FROM json_to_recordset(%s::json) AS {RECORD}

@@ -5,11 +5,11 @@
   and one commit (research §2.2: 0.49 ms against 0.78-0.85 ms for BEGIN/INSERT/INSERT/
   COMMIT). A duplicate call key aborts it; the caller then reads.
 * **update**: the mutation is Python (the shared state machine), so it is a read, then one
-  conditional statement ``UPDATE … WHERE id = $1 AND version = $2`` that also writes grants
-  and audit rows and NOTIFYs — all only when the version still matched (first decision wins;
-  a loser re-reads and the state machine refuses it). When this process wrote the row last,
-  the read is skipped (:mod:`._written`): one round trip. A valid document written clears a
-  quarantine mark, as a read that parses it does.
+  conditional statement ``UPDATE … WHERE id = $1 AND version = $2`` that also writes grants,
+  the change's outbox rows and audit rows and NOTIFYs — all only when the version still
+  matched (first decision wins; a loser re-reads and the state machine refuses it). When
+  this process wrote the row last, the read is skipped (:mod:`._written`): one round trip.
+  A valid document written clears a quarantine mark, as a read that parses it does.
 * **claim due**: ``FOR UPDATE SKIP LOCKED`` plus a short lease in the row, so the sweepers of
   several replicas take disjoint requests without a leader, and a replica that dies holding
   a lease only delays those requests until it ends (database clock).
@@ -34,6 +34,7 @@ from signoff.store._pg_audit import entries_json
 from signoff.store._pg_grants import UPDATE_CTE as GRANTS_CTE
 from signoff.store._pg_grants import rows_json as grants_json
 from signoff.store._pg_outbox import CREATE_CTE, rows_json
+from signoff.store._pg_outbox import UPDATE_CTE as OUTBOX_UPDATE_CTE
 from signoff.store._quarantine import Unreadable
 from signoff.store._waiting import listener_event
 from signoff.store.base import AuditQuery, OutboxItem
@@ -67,6 +68,8 @@ WITH u AS (
     RETURNING id),
 """
     + GRANTS_CTE
+    + ",\n"
+    + OUTBOX_UPDATE_CTE
     + """
 SELECT a.seq, pg_notify(%(channel)s, %(note)s::text || a.seq || '}}')
 FROM u, LATERAL (SELECT {s}.audit_append(%(audit)s::json, %(origin)s) AS seq) a
@@ -328,6 +331,7 @@ def update_params(
         "version": new.version,
         "doc": new.model_dump_json(),
         "grants": grants_json(transition.grants),
+        "outbox": rows_json(transition.outbox),
         "audit": entries_json(transition.events),
         "origin": origin,
         "channel": channel,

@@ -201,6 +201,8 @@ class MemoryStore(MemoryOutbox):
             self._flush_locked()
             self._requests[request_id] = new
             self._store_grants_locked(transition.grants)
+            if transition.outbox:
+                self.add_locked(transition.outbox)
             self._append_locked(transition.events)
         if new.terminal:
             self._waiters.wake(new, shared=True)

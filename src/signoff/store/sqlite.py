@@ -398,15 +398,17 @@ class SQLiteStore:
         None when the row is not at the version it started from.
 
         A :class:`SelfAtomic` job's part: everything that can fail comes before the one
-        UPDATE, unless grants make it several statements (then in a savepoint of its own)."""
+        UPDATE, unless grants or outbox rows make it several statements (then in a savepoint
+        of its own)."""
         generation = self._cache.generation
         transition = prepared.transition
         sealed = rows.seal_unsealed(conn, prepared.audit, self.origin)
-        if transition.grants:
+        if transition.grants or transition.outbox:
             self._writer.savepoint()
         if conn.execute(rows.UPDATE_DOC, prepared.params).rowcount != 1:
             return None
         grant_rows.insert(conn, transition.grants)
+        outbox_rows.insert(conn, transition.outbox)
         rows.append_sealed(conn, sealed)  # a list append: cannot fail after the UPDATE
         self._after_commit(transition.request, transition.events, prepared.doc, generation)
         return transition
