@@ -335,6 +335,7 @@ def _run(
         path=path,
         auth_token=auth_token,
         max_body_bytes=body_limit_for(gate.limits.max_args_bytes),
+        body_timeout=body_timeout_of(gate),
     )
     try:
         anyio.run(run, backend_options=_loop_options())
@@ -344,6 +345,16 @@ def _run(
         fail(_root_cause(exc))
     finally:
         gate.close()
+
+
+def body_timeout_of(gate: Gate) -> float:
+    """The policy's ``serve.body_timeout`` (what ``signoff serve`` allows a request body), or
+    the MCP transport's default."""
+    from signoff.integrations.mcp.serving import BODY_TIMEOUT_S
+    from signoff.policy.durations import parse_duration
+
+    value = (gate.policy.sections.get("serve") or {}).get("body_timeout")
+    return BODY_TIMEOUT_S if value is None else parse_duration(value, "serve.body_timeout")
 
 
 def _loop_options() -> dict[str, Any]:

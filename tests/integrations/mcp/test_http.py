@@ -6,6 +6,7 @@ an HTTP upstream."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -449,3 +450,38 @@ async def test_serving_a_one_session_proxy_over_http_says_what_it_shares(
         await gate.aclose()
     warned = [r for r in caplog.records if r.getMessage() == ONE_SESSION_OVER_HTTP]
     assert bool(warned) is not per_session
+
+
+async def test_a_stalled_body_gets_408_and_the_proxy_keeps_serving(tmp_path: Path) -> None:
+    """A client that sends its headers and part of its body, then stalls, is answered after
+    the policy's ``serve.body_timeout`` (as ``signoff serve`` answers it) instead of holding
+    the request open for ever; the SDK reads bodies without a deadline."""
+    path = tmp_path / "signoff.yaml"
+    policy = POLICY.replace(
+        "  public_url: https://signoff.example/\n",
+        "  public_url: https://signoff.example/\n  body_timeout: 0.3s\n",
+    )
+    assert "body_timeout" in policy
+    path.write_text("store: sqlite:///signoff.db\n" + policy, encoding="utf-8")
+    running = ProxyProcess(path)
+    try:
+        with socket.create_connection(("127.0.0.1", running.port), timeout=30) as sock:
+            sock.sendall(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                b"Content-Length: 100\r\n\r\n"
+                b'{"jsonrpc"'  # ...and nothing more
+            )
+            answer = b""
+            while chunk := sock.recv(65536):  # until the proxy closes the connection
+                answer += chunk
+        async with Client(running.url, mode="legacy") as client:
+            echoed = await client.call_tool("echo", {"text": "next"})
+    finally:
+        logged = _stderr_of(running)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408")
+    error = json.loads(body)["error"]
+    assert "did not arrive within 0.3 s (serve.body_timeout)" in error["message"]
+    assert "gave up on a request body" in logged
+    assert text_of(echoed) == "next"

@@ -10,6 +10,7 @@ request body over ``max_body_bytes`` is refused with a JSON-RPC error that names
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -46,6 +47,8 @@ def serves_one_session(server: Server[Any]) -> None:
 #: Seconds uvicorn waits for open streams (held calls) after a stop signal before it
 #: cancels them; their requests are withdrawn either way.
 GRACEFUL_SHUTDOWN_S = 3
+#: Seconds a request body may take to arrive (the policy's ``serve.body_timeout`` if set).
+BODY_TIMEOUT_S = 10.0
 
 
 async def serve(
@@ -57,6 +60,7 @@ async def serve(
     path: str = "/mcp",
     auth_token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
+    body_timeout: float | None = BODY_TIMEOUT_S,
 ) -> None:
     """Run ``server`` until the client goes away (stdio) or the process is stopped."""
     if transport == "stdio":
@@ -71,6 +75,7 @@ async def serve(
             streamable_http_path=path, host=host, max_request_body_size=max_body_bytes
         ),
         max_body_bytes,
+        body_timeout,
     )
     if auth_token is not None:
         app = BearerAuth(app, auth_token)
@@ -192,37 +197,42 @@ class BodyLimit:
     answers plain text, which they show as "Server returned an error response"), and the
     refusal is logged. Nothing reaches the server: no session, no gate, no request stored.
 
-    A body with a ``Content-Length`` is judged by it (the HTTP server never reads past it);
-    a chunked one is counted as it arrives and replayed to the app when it ends in time."""
+    A body with a ``Content-Length`` over the limit is refused by it (the HTTP server never
+    reads past it); otherwise the body is read here, counted as it arrives, and replayed to
+    the app once whole — within ``body_timeout`` seconds, else a 408 (a client that stalls
+    or trickles its body cannot hold a request open for ever; the SDK sets no such limit)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, body_timeout: float | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         declared = _content_length(scope)
-        if declared is not None:
-            if declared > self.limit:
-                await self._refuse(scope, send, f"{declared} bytes")
-                return
-            await self.app(scope, receive, send)
+        if declared is not None and declared > self.limit:
+            await self._refuse(scope, send, f"{declared} bytes")
             return
         buffered: list[Message] = []
         size = 0
-        while True:
-            message = await receive()
-            buffered.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            if size > self.limit:
-                await self._refuse(scope, send, f"more than {self.limit} bytes (chunked)")
-                return
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                while True:
+                    message = await receive()
+                    buffered.append(message)
+                    if message["type"] != "http.request":
+                        break
+                    size += len(message.get("body", b""))
+                    if size > self.limit:
+                        await self._refuse(scope, send, f"more than {self.limit} bytes (chunked)")
+                        return
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await self._late(scope, send, size)
+            return
 
         async def replay() -> Message:
             return buffered.pop(0) if buffered else await receive()
@@ -230,12 +240,10 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, send: Send, size: str) -> None:
-        client = scope.get("client")
-        who = f"{client[0]}:{client[1]}" if client else "a client"
         log.warning(
             "refused a request body of %s from %s: over the MCP HTTP limit of %d bytes",
             size,
-            who,
+            _who(scope),
             self.limit,
         )
         message = (
@@ -243,20 +251,39 @@ class BodyLimit:
             "nothing was run or stored. Tool arguments are limited by the policy's "
             "limits.max_args_bytes, which also sets this limit (3x it, at least 4 MiB)."
         )
-        body = json.dumps(
-            {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
+        await _json_rpc_error(send, 413, message)
+
+    async def _late(self, scope: Scope, send: Send, size: int) -> None:
+        log.warning(
+            "gave up on a request body from %s after %g s (%d bytes had arrived)",
+            _who(scope),
+            self.body_timeout,
+            size,
         )
-        await send({"type": "http.response.body", "body": body})
+        message = (
+            f"the request body did not arrive within {self.body_timeout:g} s "
+            "(serve.body_timeout); nothing was run or stored. Send the whole body at once."
+        )
+        # the client still owes part of its body: close rather than wait for the rest
+        await _json_rpc_error(send, 408, message, close=True)
+
+
+def _who(scope: Scope) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else "a client"
+
+
+async def _json_rpc_error(send: Send, status: int, message: str, *, close: bool = False) -> None:
+    """A JSON-RPC error with no id (the request was never read), which MCP clients show as the
+    call's error (the SDK's client reads a JSON-RPC error from any non-2xx answer)."""
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _content_length(scope: Scope) -> int | None:
