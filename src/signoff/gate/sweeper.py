@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("signoff.gate")
 
+PAGE = 200  # due requests handled per store read
+
 
 def due_mutation(r: ApprovalRequest) -> Transition:
     """Expire or escalate ``r`` if its time has come (a no-op otherwise)."""
@@ -59,7 +61,9 @@ class Sweeper:
         changed = 0
         failed: set[str] = set()
         while True:
-            ids = await self.gate.store.due_requests(utcnow(), limit=200)
+            # the rows that failed this pass come first again: ask past them, so a page of
+            # rows that cannot be updated never hides the due rows behind it
+            ids = await self.gate.store.due_requests(utcnow(), limit=PAGE + len(failed))
             ids = [i for i in ids if i not in failed]
             if not ids:
                 return changed
@@ -84,8 +88,8 @@ class Sweeper:
                     await self.gate.after_change(tr)
                 if _claimed(tr):  # this process took the inquiry's fallback: ask its judge
                     self.gate.inquiry_judges.start(tr.request)
-            if not progressed:
-                return changed
+            if not progressed and not failed.intersection(ids):
+                return changed  # nothing moved and nothing new failed: the rest is not due
 
     def _mutation(self, r: ApprovalRequest) -> Transition:
         """A deadline or escalation first; else the inquiry's fallback judge, if due."""
