@@ -335,7 +335,7 @@ def _run(
         path=path,
         auth_token=auth_token,
         max_body_bytes=body_limit_for(gate.limits.max_args_bytes),
-        body_timeout=body_timeout_of(gate),
+        body_timeout=body_timeout_of(gate) if mode == "http" else None,
     )
     try:
         anyio.run(run, backend_options=_loop_options())
@@ -348,13 +348,11 @@ def _run(
 
 
 def body_timeout_of(gate: Gate) -> float:
-    """The policy's ``serve.body_timeout`` (what ``signoff serve`` allows a request body), or
-    the MCP transport's default."""
-    from signoff.integrations.mcp.serving import BODY_TIMEOUT_S
-    from signoff.policy.durations import parse_duration
+    """The policy's ``serve.body_timeout``: what ``signoff serve`` allows a request body."""
+    from signoff.server.settings import ServerSettings
 
-    value = (gate.policy.sections.get("serve") or {}).get("body_timeout")
-    return BODY_TIMEOUT_S if value is None else parse_duration(value, "serve.body_timeout")
+    with gate.policy.locating():  # checked when the policy loaded: a bad value names its line
+        return ServerSettings.from_sections(gate.policy.sections).serve.body_timeout
 
 
 def _loop_options() -> dict[str, Any]:

@@ -161,9 +161,8 @@ class LeanHTTP:
                             plain, body, headers, request_id, progress, resume
                         )
                     except _Redirected:  # not run: httpx follows what the SDK would follow
-                        self.plain = None
-                        found = await self._post(http, body, headers, request_id, progress, resume)
-                else:
+                        self.plain = plain = None
+                if plain is None:
                     found = await self._post(http, body, headers, request_id, progress, resume)
                 if found is None:  # the stream ended before the answer
                     found = await self._resumed(http, transport, request_id, progress, resume)

@@ -47,7 +47,7 @@ def serves_one_session(server: Server[Any]) -> None:
 #: Seconds uvicorn waits for open streams (held calls) after a stop signal before it
 #: cancels them; their requests are withdrawn either way.
 GRACEFUL_SHUTDOWN_S = 3
-#: Seconds a request body may take to arrive (the policy's ``serve.body_timeout`` if set).
+#: Seconds a request body may take to arrive (the CLI passes the policy's serve.body_timeout).
 BODY_TIMEOUT_S = 10.0
 
 
